@@ -1,0 +1,25 @@
+// decisions §9: who may use the explorer of which organization. Teams and memberships come from the
+// current snapshot, so a permission change arrives with the next snapshot.
+import type { AccessData } from '../snapshots/source-validator.js';
+import type { TokenRecord } from '../store/state-store.js';
+
+export function mayExplore(token: TokenRecord, organization: string, access: AccessData): boolean {
+  if (!access.organizations.includes(organization)) return false;
+  switch (token.kind) {
+    case 'organization':
+      return token.organization === organization;
+    case 'team':
+      return token.organization === organization && token.team !== null && (access.qualifyingTeams[organization] ?? []).includes(token.team);
+    case 'user':
+      return token.user !== null && (access.userOrganizations[token.user] ?? []).includes(organization);
+  }
+}
+
+/** The rate-limit context of a token (decisions §9): per user, per team or per organization token. */
+export function rateLimitContext(token: TokenRecord): string {
+  switch (token.kind) {
+    case 'organization': return `org:${token.organization}`;
+    case 'team': return `team:${token.organization}/${token.team}`;
+    case 'user': return `user:${token.user}`;
+  }
+}

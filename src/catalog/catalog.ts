@@ -1,0 +1,58 @@
+import { VIEW_DECLS } from './views.js';
+import type { Field, View, ViewDecl, ViewName } from './types.js';
+
+export const VIEW_NAMES: readonly ViewName[] = VIEW_DECLS.map((v) => v.name);
+export const ENGINE_PATTERN = /^[a-z][a-z0-9]*$/;
+
+export interface Catalog {
+  engine: string;
+  views: readonly View[];
+  view(name: string): View | undefined;
+}
+
+const kebab = (name: string) => name.replace(/_/g, '-');
+
+function resolveView(decl: ViewDecl, engine: string): View {
+  const fields: Field[] = decl.fields
+    .map((f) => {
+      const name = f.name.replace('{engine}', engine);
+      return {
+        name,
+        attribute: kebab(name),
+        column: f.name.replace('{engine}', 'engine'),
+        type: f.type,
+        version: f.version === true,
+        description: f.description.replace('{engine}', engine),
+      };
+    })
+    // decisions §2: default order is alphabetical by the API name, which the engine name can change.
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const byName = new Map(fields.map((f) => [f.name, f]));
+  return {
+    name: decl.name,
+    rowType: decl.rowType,
+    description: decl.description,
+    defaultSort: decl.defaultSort,
+    fields,
+    field: (name) => byName.get(name),
+    file: `${decl.name}.parquet`,
+  };
+}
+
+const cache = new Map<string, Catalog>();
+
+/** The catalog for an engine name (decisions §1). */
+export function catalogFor(engine = 'terraform'): Catalog {
+  if (!ENGINE_PATTERN.test(engine)) throw new Error(`EXPLORER_ENGINE must match ${ENGINE_PATTERN}: got ${JSON.stringify(engine)}`);
+  let catalog = cache.get(engine);
+  if (!catalog) {
+    const views = VIEW_DECLS.map((d) => resolveView(d, engine));
+    const byName = new Map(views.map((v) => [v.name as string, v]));
+    catalog = { engine, views, view: (name) => byName.get(name) };
+    cache.set(engine, catalog);
+  }
+  return catalog;
+}
+
+/** Name of the Parquet column holding the version order key of a version field. */
+export const versionKeyColumn = (column: string) => `${column}__vk`;

@@ -1,0 +1,71 @@
+// JSON Schemas derived from the catalog. The query validator compiles them at start-up for the
+// configured engine; `npm run build` also writes the default-engine rendering to schemas/ for clients.
+import { ALL_OPERATORS, ignoresValue, OPERATORS_BY_TYPE, VALUE_PATTERNS } from './operators.js';
+import type { Catalog } from './catalog.js';
+import type { FieldType, View } from './types.js';
+
+type Schema = Record<string, unknown>;
+const FIELD_TYPES: FieldType[] = ['string', 'number', 'boolean', 'datetime'];
+
+/** One condition: a field, an operator its type supports, and a value of the field's type. */
+function filterSchema(view: View): Schema {
+  const rules: Schema[] = [];
+  for (const type of FIELD_TYPES) {
+    const names = view.fields.filter((f) => f.type === type).map((f) => f.name);
+    if (names.length === 0) continue;
+    const operators = OPERATORS_BY_TYPE[type];
+    const pattern = VALUE_PATTERNS[type];
+    const then: Schema = { properties: { operator: { enum: operators } } };
+    if (pattern) {
+      then.if = { properties: { operator: { enum: operators.filter((o) => !ignoresValue(o)) } } };
+      then.then = { properties: { value: { type: 'string', pattern } } };
+    }
+    rules.push({ if: { properties: { field: { enum: names } } }, then });
+  }
+  return {
+    type: 'object',
+    required: ['field', 'operator', 'value'],
+    properties: {
+      field: { enum: view.fields.map((f) => f.name) },
+      operator: { enum: ALL_OPERATORS },
+      value: { type: 'string' },
+    },
+    allOf: rules,
+  };
+}
+
+/** The normalized query of one view: what the query string and a saved view's body are both parsed into. */
+export function viewQuerySchema(view: View): Schema {
+  const names = view.fields.map((f) => f.name);
+  return {
+    $id: `query-${view.name}`,
+    title: `A query of the ${view.name} view`,
+    type: 'object',
+    required: ['filter'],
+    properties: {
+      fields: { type: 'array', minItems: 1, items: { enum: names } },
+      sort: { type: 'array', minItems: 1, items: { enum: [...names, ...names.map((n) => `-${n}`)] } },
+      filter: { type: 'array', maxItems: 100, items: filterSchema(view) },
+      page: {
+        type: 'object',
+        properties: {
+          number: { type: 'string', pattern: '^0*[1-9]\\d*$' },
+          size: { type: 'string', pattern: '^0*[1-9]\\d*$' },
+        },
+      },
+    },
+  };
+}
+
+export function allSchemas(catalog: Catalog): Record<string, Schema> {
+  const out: Record<string, Schema> = {
+    'query-type': {
+      $id: 'query-type',
+      title: 'The view a query reads',
+      type: 'string',
+      enum: catalog.views.map((v) => v.name),
+    },
+  };
+  for (const view of catalog.views) out[`query-${view.name}`] = viewQuerySchema(view);
+  return out;
+}

@@ -1,0 +1,55 @@
+export type FieldType = 'string' | 'number' | 'boolean' | 'datetime';
+
+export type ViewName = 'workspaces' | 'tf_versions' | 'providers' | 'modules';
+
+/** A field as declared in views.ts: `{engine}` in a name stands for the configured engine name. */
+export interface FieldDecl {
+  name: string;
+  type: FieldType;
+  /** Holds version strings: sorted by version precedence through the `<column>__vk` key column. */
+  version?: boolean;
+  /** SQL expression over the loader's staging tables that computes the value (see views.ts). */
+  build: string;
+  description: string;
+}
+
+export interface ViewDecl {
+  name: ViewName;
+  /** JSON:API `type` of a result row. */
+  rowType: string;
+  description: string;
+  /** Default sort keys (API names, `-` for descending); the row id always ends the order. */
+  defaultSort: string[];
+  /** SQL expression for the row id, over the same FROM as the fields. */
+  id: string;
+  /** SQL expression for the owning organization. */
+  organization: string;
+  /** FROM … [WHERE …] [GROUP BY …] over the staging tables. */
+  from: string;
+  fields: FieldDecl[];
+}
+
+/** A field resolved for one engine name. */
+export interface Field {
+  /** snake_case API name (query string, CSV header). */
+  name: string;
+  /** kebab-case JSON attribute name. */
+  attribute: string;
+  /** Column in the snapshot's Parquet file: engine-independent, so snapshots do not depend on configuration. */
+  column: string;
+  type: FieldType;
+  version: boolean;
+  description: string;
+}
+
+export interface View {
+  name: ViewName;
+  rowType: string;
+  description: string;
+  defaultSort: string[];
+  /** Fields in default order: alphabetical by API name (decisions §2). */
+  fields: Field[];
+  field(name: string): Field | undefined;
+  /** Parquet file name of the view inside a snapshot. */
+  file: string;
+}

@@ -1,0 +1,105 @@
+// The four views, declared once. Field lists, JSON Schemas, the query compiler, CSV headers, the loader's
+// Parquet layout and the docs are all derived from these declarations.
+//
+// `build`, `id`, `organization` and `from` are SQL over the loader's staging tables (snapshots/staging.ts):
+//   src_workspaces, src_projects, src_providers, src_modules (de-duplicated), and per-workspace lists
+//   ws_providers / ws_modules (workspace_id, n, list). Lists are joined with ', ' in code-point order (§3).
+import type { ViewDecl } from './types.js';
+
+const NL = 'chr(10)';
+/** decisions §3: prefix-<first 16 hex of sha256(org \n view \n keys…)>, null keys as ''. */
+const rowId = (prefix: string, view: string, keys: string[]) =>
+  `'${prefix}-' || substr(sha256(concat_ws(${NL}, g.organization, '${view}', ${keys.map((k) => `coalesce(${k}, '')`).join(', ')})), 1, 16)`;
+/** Sorted, de-duplicated names of the grouped workspaces. */
+const workspaceNames = `array_to_string(list_sort(list_distinct(list(g.workspace_name))), ', ')`;
+const workspaceCount = 'count(DISTINCT g.workspace_id)';
+
+const workspaces: ViewDecl = {
+  name: 'workspaces',
+  rowType: 'visibility-workspace',
+  description: 'One row per workspace.',
+  defaultSort: ['workspace_name'],
+  id: 'w.id',
+  organization: 'w.organization',
+  from: `src_workspaces w
+    JOIN src_projects p ON p.id = w.project_id
+    LEFT JOIN ws_providers pv ON pv.workspace_id = w.id
+    LEFT JOIN ws_modules md ON md.workspace_id = w.id`,
+  fields: [
+    { name: 'all_checks_succeeded', type: 'boolean', build: 'w.checks_failed = 0 AND w.checks_errored = 0', description: 'True if checks have succeeded for the workspace (no failed and no errored checks).' },
+    { name: 'checks_errored', type: 'number', build: 'w.checks_errored', description: 'Checks that errored without completing.' },
+    { name: 'checks_failed', type: 'number', build: 'w.checks_failed', description: 'Checks that completed and failed.' },
+    { name: 'checks_passed', type: 'number', build: 'w.checks_passed', description: 'Checks that completed and passed.' },
+    { name: 'checks_unknown', type: 'number', build: 'w.checks_unknown', description: 'Checks that could not be assessed.' },
+    { name: 'current_run_applied_at', type: 'datetime', build: 'w.run_applied_at', description: 'When the current run was applied; null if not applied.' },
+    { name: 'current_run_external_id', type: 'string', build: 'w.run_id', description: 'External ID of the current run (run-<id>).' },
+    { name: 'current_run_status', type: 'string', build: 'w.run_status', description: 'Status of the current run.' },
+    { name: 'drifted', type: 'boolean', build: 'w.drifted', description: 'True if drift was detected.' },
+    { name: 'external_id', type: 'string', build: 'w.id', description: 'External ID of the workspace (ws-<id>).' },
+    { name: 'module_count', type: 'number', build: 'coalesce(md.n, 0)', description: 'Distinct modules used by the workspace.' },
+    { name: 'modules', type: 'string', build: 'md.list', description: 'Comma-separated modules used (<source>@<version>); null if none.' },
+    { name: 'organization_name', type: 'string', build: 'w.organization', description: 'Organization the workspace belongs to.' },
+    { name: 'project_external_id', type: 'string', build: 'w.project_id', description: 'External ID of the project (prj-<id>).' },
+    { name: 'project_name', type: 'string', build: 'p.name', description: 'Name of the project.' },
+    { name: 'provider_count', type: 'number', build: 'coalesce(pv.n, 0)', description: 'Distinct providers used.' },
+    { name: 'providers', type: 'string', build: 'pv.list', description: 'Comma-separated providers used (<source>@<version>); null if none.' },
+    { name: 'resources_drifted', type: 'number', build: 'w.resources_drifted', description: 'Resources for which drift was detected.' },
+    { name: 'resources_undrifted', type: 'number', build: 'w.resources_undrifted', description: 'Resources for which drift was not detected.' },
+    { name: 'state_version_{engine}_version', type: 'string', version: true, build: 'w.state_version_engine_version', description: 'Engine version that created the current run\'s state file.' },
+    { name: 'tags', type: 'string', build: 'w.tags', description: 'The workspace\'s tags, sorted and joined with ", "; null if none.' },
+    { name: 'vcs_repo_identifier', type: 'string', build: 'w.vcs_repo_identifier', description: 'Repository configured for the workspace; null if none.' },
+    { name: 'workspace_created_at', type: 'datetime', build: 'w.created_at', description: 'Creation time.' },
+    { name: 'workspace_name', type: 'string', build: 'w.name', description: 'Workspace name.' },
+    { name: 'workspace_{engine}_version', type: 'string', version: true, build: 'w.engine_version', description: 'Engine version currently configured for the workspace.' },
+    { name: 'workspace_updated_at', type: 'datetime', build: 'w.updated_at', description: 'Last update time.' },
+  ],
+};
+
+const tfVersions: ViewDecl = {
+  name: 'tf_versions',
+  rowType: 'visibility-tf-version',
+  description: 'One row per engine version in use.',
+  defaultSort: ['-version'],
+  id: rowId('tfv', 'tf_versions', ['g.version']),
+  organization: 'g.organization',
+  from: `(SELECT organization, engine_version AS version, id AS workspace_id, name AS workspace_name
+          FROM src_workspaces WHERE engine_version IS NOT NULL) g
+    GROUP BY g.organization, g.version`,
+  fields: [
+    { name: 'version', type: 'string', version: true, build: 'g.version', description: 'Semantic version string.' },
+    { name: 'workspace_count', type: 'number', build: workspaceCount, description: 'Workspaces using this version.' },
+    { name: 'workspaces', type: 'string', build: workspaceNames, description: 'Comma-separated names of those workspaces.' },
+  ],
+};
+
+/** providers and modules share one shape (decisions §3). */
+function usageView(name: 'providers' | 'modules', prefix: string, rowType: string, table: string, noun: string): ViewDecl {
+  const keys = ['g.name', 'g.source', 'g.version', 'g.registry_type'];
+  const Noun = noun[0]!.toUpperCase() + noun.slice(1);
+  return {
+    name,
+    rowType,
+    description: `One row per ${noun} in use: distinct name, source, version and registry type.`,
+    defaultSort: ['name', '-version'],
+    id: rowId(prefix, name, keys),
+    organization: 'g.organization',
+    from: `(SELECT w.organization, u.name, u.source, u.version, u.registry_type, w.id AS workspace_id, w.name AS workspace_name
+          FROM ${table} u JOIN src_workspaces w ON w.id = u.workspace_id) g
+    GROUP BY g.organization, g.name, g.source, g.version, g.registry_type`,
+    fields: [
+      { name: 'name', type: 'string', build: 'g.name', description: `${Noun} name.` },
+      { name: 'registry_type', type: 'string', build: 'g.registry_type', description: 'public, private, or null if unknown.' },
+      { name: 'source', type: 'string', build: 'g.source', description: `${Noun} source.` },
+      { name: 'version', type: 'string', version: true, build: 'g.version', description: 'Semantic version string.' },
+      { name: 'workspace_count', type: 'number', build: workspaceCount, description: `Workspaces using this ${noun} version.` },
+      { name: 'workspaces', type: 'string', build: workspaceNames, description: 'Comma-separated names of those workspaces.' },
+    ],
+  };
+}
+
+export const VIEW_DECLS: readonly ViewDecl[] = [
+  workspaces,
+  tfVersions,
+  usageView('providers', 'prv', 'visibility-provider-version', 'src_providers', 'provider'),
+  usageView('modules', 'mod', 'visibility-module-version', 'src_modules', 'module'),
+];

@@ -1,0 +1,29 @@
+/** Minimal `--name value` / `--flag` parsing; unknown options are errors, so typos do not pass silently. */
+export interface Parsed {
+  positional: string[];
+  options: Map<string, string>;
+}
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: string[], known: readonly string[]): Parsed {
+  const positional: string[] = [];
+  const options = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) { positional.push(arg); continue; }
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (!known.includes(name)) throw new UsageError(`unknown option --${name}`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    options.set(name, value);
+  }
+  return { positional, options };
+}
+
+export function wholeNumber(parsed: Parsed, name: string, fallback: number): number {
+  const raw = parsed.options.get(name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a whole number`);
+  return Number(raw);
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env node
+// The `explorer` command: sample, load, token, serve. Every command honours DATA_DIR (default ./data).
+import { loadConfig } from '../config.js';
+import { jsonLogger } from '../log.js';
+import { parseArgs, UsageError, wholeNumber } from './args.js';
+import { issueToken } from '../access/tokens.js';
+import { readAccess, readCurrentId } from '../snapshots/snapshot-dir.js';
+import { loadSnapshot, SourceInvalidError } from '../snapshots/load.js';
+import { SAMPLE_DEFAULTS, writeSample } from '../snapshots/sample.js';
+import { startServer } from '../server.js';
+import { openStateStore } from '../store/open-store.js';
+import type { TokenKind } from '../store/state-store.js';
+
+const USAGE = `usage: explorer <command>
+  sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
+  load <dir>                                                     validate a source and make it the current snapshot
+  token create --organization O [--team T | --user U] [--description D]
+  token list                                                     list tokens (no secrets)
+  token revoke <id>
+  serve                                                          run the HTTP server
+Environment: DATA_DIR (default ./data); see README.md for the rest.`;
+
+const isTty = process.stderr.isTTY;
+function progress(message: string): void {
+  if (isTty) process.stderr.write(`\r\x1b[K${message}`);
+}
+
+async function sample(argv: string[]): Promise<void> {
+  const args = parseArgs(argv, ['organizations', 'workspaces', 'seed']);
+  const dir = args.positional[0];
+  if (!dir || args.positional.length > 1) throw new UsageError('sample takes one directory');
+  const started = performance.now();
+  const summary = await writeSample(dir, {
+    organizations: wholeNumber(args, 'organizations', SAMPLE_DEFAULTS.organizations),
+    workspaces: wholeNumber(args, 'workspaces', SAMPLE_DEFAULTS.workspaces),
+    seed: wholeNumber(args, 'seed', SAMPLE_DEFAULTS.seed),
+    onProgress: (written, total) => progress(`writing workspaces: ${written.toLocaleString('en')} / ${total.toLocaleString('en')}`),
+  });
+  if (isTty) process.stderr.write('\r\x1b[K');
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`wrote ${dir}: ${JSON.stringify(summary.counts)} in ${seconds} s; largest organization ${summary.largestOrganization}`);
+}
+
+async function load(argv: string[]): Promise<number> {
+  const args = parseArgs(argv, []);
+  const dir = args.positional[0];
+  if (!dir || args.positional.length > 1) throw new UsageError('load takes one directory');
+  const config = loadConfig();
+  try {
+    const { manifest, seconds } = await loadSnapshot(dir, { dataDir: config.dataDir, onProgress: progress });
+    if (isTty) process.stderr.write('\r\x1b[K');
+    const c = manifest.counts;
+    console.log(`loaded snapshot ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows in ${seconds.toFixed(1)} s`);
+    return 0;
+  } catch (e) {
+    if (isTty) process.stderr.write('\r\x1b[K');
+    if (!(e instanceof SourceInvalidError)) throw e;
+    for (const line of e.errors) console.error(line);
+    if (e.errorCount > e.errors.length) console.error(`… and ${e.errorCount - e.errors.length} more`);
+    console.error(`load rejected: ${e.message}; the current snapshot is unchanged`);
+    return 1;
+  }
+}
+
+async function token(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  const config = loadConfig();
+  const store = await openStateStore(config);
+  try {
+    if (sub === 'create') {
+      const args = parseArgs(rest, ['organization', 'team', 'user', 'description']);
+      const organization = args.options.get('organization');
+      const team = args.options.get('team');
+      const user = args.options.get('user');
+      if (!organization && !user) throw new UsageError('token create needs --organization (and optionally --team or --user)');
+      if (team && user) throw new UsageError('give --team or --user, not both');
+      if (team && !organization) throw new UsageError('--team needs --organization');
+      const kind: TokenKind = team ? 'team' : user ? 'user' : 'organization';
+      await warnIfUnknown(config.dataDir, organization, team);
+      const { record, token } = await issueToken(store, { kind, organization, team, user, description: args.options.get('description') });
+      console.error(`created ${record.kind} token ${record.id}${organization ? ` for ${organization}` : ''}${team ? ` team ${team}` : ''}${user ? ` user ${user}` : ''}`);
+      console.log(token);
+      return 0;
+    }
+    if (sub === 'list') {
+      parseArgs(rest, []);
+      for (const t of await store.listTokens()) {
+        console.log([t.id, t.kind, t.organization ?? '-', t.team ?? '-', t.user ?? '-', t.createdAt, t.description ?? ''].join('\t'));
+      }
+      return 0;
+    }
+    if (sub === 'revoke') {
+      const args = parseArgs(rest, []);
+      const id = args.positional[0];
+      if (!id) throw new UsageError('token revoke takes a token id');
+      if (await store.revokeToken(id)) { console.log(`revoked ${id}`); return 0; }
+      console.error(`no token ${id}`);
+      return 1;
+    }
+    throw new UsageError('token takes create, list or revoke');
+  } finally {
+    await store.close();
+  }
+}
+
+async function warnIfUnknown(dataDir: string, organization?: string, team?: string): Promise<void> {
+  const id = await readCurrentId(dataDir).catch(() => null);
+  if (!id || !organization) return;
+  const access = await readAccess(dataDir, id).catch(() => null);
+  if (!access) return;
+  if (!access.organizations.includes(organization)) console.error(`warning: organization ${organization} is not in the current snapshot`);
+  else if (team && !(access.teams[organization] ?? []).includes(team)) console.error(`warning: team ${team} is not in organization ${organization} in the current snapshot`);
+  else if (team && !(access.qualifyingTeams[organization] ?? []).includes(team)) console.error(`warning: team ${team} has no explorer access (not owners, no read_workspaces or read_projects)`);
+}
+
+async function serve(argv: string[]): Promise<void> {
+  parseArgs(argv, []);
+  const config = loadConfig();
+  const logger = jsonLogger();
+  const uv = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const queries = config.poolWorkers * config.workerConcurrency;
+  if (uv < queries + 4) logger.log('warn', 'UV_THREADPOOL_SIZE is too small for the query pool; start with `npm run explorer -- serve` or set it', { UV_THREADPOOL_SIZE: uv, concurrent_queries: queries });
+  const running = await startServer(config, logger);
+  const stop = (signal: string) => {
+    logger.log('info', 'signal received', { signal });
+    running.shutdown().then(() => process.exit(0), (e) => { logger.log('error', 'shutdown failed', { error: String(e) }); process.exit(1); });
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'sample': await sample(rest); return 0;
+    case 'load': return load(rest);
+    case 'token': return token(rest);
+    case 'serve': await serve(rest); return -1;
+    case undefined: case 'help': case '--help': console.log(USAGE); return command ? 0 : 2;
+    default: throw new UsageError(`unknown command ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { if (code >= 0) process.exitCode = code; },
+  (e) => {
+    if (e instanceof UsageError) { console.error(`explorer: ${e.message}\n${USAGE}`); process.exitCode = 2; return; }
+    console.error(`explorer: ${(e as Error).message}`);
+    process.exitCode = 1;
+  },
+);

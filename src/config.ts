@@ -1,0 +1,50 @@
+// Every setting comes from the environment; docs/configuration.md and the README list them.
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { ENGINE_PATTERN } from './catalog/catalog.js';
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  publicUrl: string | null;
+  engine: string;
+  queryTimeoutMs: number;
+  poolWorkers: number;
+  workerConcurrency: number;
+  duckdbThreads: number;
+  duckdbMemoryLimit: string;
+  poolMaxQueue: number;
+  snapshotPollMs: number;
+  shutdownGraceMs: number;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}; got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const engine = env.EXPLORER_ENGINE || 'terraform';
+  if (!ENGINE_PATTERN.test(engine)) throw new Error(`EXPLORER_ENGINE must match ${ENGINE_PATTERN}; got ${JSON.stringify(engine)}`);
+  const publicUrl = env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null;
+  if (publicUrl && !/^https?:\/\/[^/]+(\/.*)?$/.test(publicUrl)) throw new Error(`PUBLIC_URL must be an http(s) URL; got ${JSON.stringify(env.PUBLIC_URL)}`);
+  const cores = availableParallelism();
+  return {
+    dataDir: resolve(env.DATA_DIR || './data'),
+    host: env.HOST || '127.0.0.1',
+    port: int(env, 'PORT', 8080),
+    publicUrl,
+    engine,
+    queryTimeoutMs: int(env, 'QUERY_TIMEOUT_MS', 60_000, 1),
+    poolWorkers: int(env, 'POOL_WORKERS', Math.max(2, cores), 1),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 2, 1),
+    duckdbThreads: int(env, 'DUCKDB_THREADS', 1, 1),
+    duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
+    poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
+    snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+  };
+}

@@ -1,0 +1,44 @@
+// The Koa application: thin middleware (request id, log, errors, access) and one router file per resource.
+import { Router } from '@koa/router';
+import Koa from 'koa';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { QueryPool } from '../pool/query-pool.js';
+import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
+import type { StateStore } from '../store/state-store.js';
+import { authenticate, authorizeOrganization } from './middleware/access.js';
+import { errors } from './middleware/errors.js';
+import { requestId } from './middleware/request-id.js';
+import { requestLog } from './middleware/request-log.js';
+import { explorerRoutes } from './routes/explorer.js';
+import { opsRoutes } from './routes/ops.js';
+import type { RequestState } from './state.js';
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  snapshots: SnapshotRegistry;
+  pool: QueryPool;
+  store: StateStore;
+  isDraining: () => boolean;
+}
+
+export function createApp(services: Services): Koa<RequestState> {
+  const app = new Koa<RequestState>({ proxy: false });
+  app.silent = true; // failures are logged by the error middleware, as JSON lines
+
+  const ops = new Router<RequestState>();
+  opsRoutes(ops, services);
+
+  const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
+  organization.use(authenticate(services.store), authorizeOrganization(services.snapshots));
+  explorerRoutes(organization, services);
+
+  app.use(requestId());
+  app.use(requestLog(services.logger));
+  app.use(errors(services.logger));
+  app.use(ops.routes());
+  app.use(organization.routes());
+  app.use(organization.allowedMethods({ throw: false }));
+  return app;
+}

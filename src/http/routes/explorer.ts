@@ -1,0 +1,99 @@
+// Endpoints 1 and 2: a paged JSON query and its full CSV export (explorer-api §4.1–4.2).
+import { Router } from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../../config.js';
+import { queryTimeout } from '../../errors.js';
+import { streamExport } from '../../pool/csv-export.js';
+import type { QueryPool } from '../../pool/query-pool.js';
+import { clientClosed, overloaded, runPage } from '../../pool/run-page.js';
+import { compileQuery } from '../../query/compile.js';
+import { pageLinks, pagination } from '../../query/links.js';
+import { parseQueryParameters } from '../../query/parse-query.js';
+import type { Query } from '../../query/query.js';
+import { decodeQueryString } from '../../query/query-string.js';
+import type { RequestState } from '../state.js';
+import { JSONAPI } from '../jsonapi.js';
+
+type Ctx = ParameterizedContext<RequestState>;
+
+export interface ExplorerDeps {
+  config: Config;
+  pool: QueryPool;
+}
+
+/** Scheme, host and path of this request, for links (decisions §5). */
+export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
+  return `${publicUrl ?? `http://${ctx.host}`}${ctx.path}`;
+}
+
+/** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
+export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
+  const started = ctx.state.lease!.snapshot;
+  const compiled = compileQuery(query, { relation: started.relation(query.view.name), organization: ctx.state.organization! });
+  const result = await runPage(deps.pool, {
+    count: compiled.count,
+    page: compiled.page,
+    offset: (query.page.number - 1) * query.page.size,
+    rowType: query.view.rowType,
+    attributes: query.fields.map((f) => f.attribute),
+    deadline: Date.now() + deps.config.queryTimeoutMs,
+    timeoutMs: deps.config.queryTimeoutMs,
+  }, ctx.req, ctx.res);
+  ctx.state.rows = result.rows;
+  const meta = pagination(query.page.number, query.page.size, result.total);
+  const links = pageLinks(baseUrl(ctx, deps.config.publicUrl), carried, meta);
+  ctx.status = 200;
+  ctx.type = JSONAPI;
+  ctx.body = Buffer.concat([
+    Buffer.from('{"data":'),
+    result.body,
+    Buffer.from(`,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: meta })}}`),
+  ]);
+}
+
+const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+
+/** Streams every row of `query` as CSV (decisions §6). */
+export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
+  const organization = ctx.state.organization!;
+  const compiled = compileQuery(query, { relation: ctx.state.lease!.snapshot.relation(query.view.name), organization });
+  ctx.respond = false;
+  const end = await streamExport({
+    pool: deps.pool,
+    fifoDir: join(tmpdir(), `explorer-${process.pid}`),
+    query: compiled.export,
+    deadline: Date.now() + deps.config.queryTimeoutMs,
+    header: query.fields.map((f) => f.name).join(','),
+    headers: {
+      'Content-Type': 'text/csv; charset=utf-8',
+      'Content-Disposition': `attachment; filename="${organization}-${query.view.name}-${stamp(new Date())}.csv"`,
+      'Cache-Control': 'no-store',
+    },
+    req: ctx.req,
+    res: ctx.res,
+  });
+  if (end.kind === 'failed') {
+    ctx.respond = true;
+    if (end.code === 'timeout') throw queryTimeout(deps.config.queryTimeoutMs / 1000);
+    if (end.code === 'cancelled') throw clientClosed();
+    if (end.code === 'overloaded') throw overloaded();
+    throw new Error(`export failed in DuckDB: ${end.message}`);
+  }
+  ctx.status = 200;
+  ctx.state.rows = end.kind === 'complete' ? end.rows : undefined;
+  if (end.kind === 'aborted') ctx.state.outcome = `aborted: ${end.code}`;
+}
+
+export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
+  router.get('/explorer', async (ctx) => {
+    const { query, carried } = parseQueryParameters(deps.config.engine, decodeQueryString(ctx.querystring));
+    await answerPage(ctx, deps, query, carried);
+  });
+  router.get('/explorer/export/csv', async (ctx) => {
+    const { query } = parseQueryParameters(deps.config.engine, decodeQueryString(ctx.querystring));
+    await answerCsv(ctx, deps, query);
+  });
+}
+

@@ -1,0 +1,21 @@
+// Routes without a token: ping (clients call it first, decisions §7), liveness and readiness.
+import { Router } from '@koa/router';
+import type { QueryPool } from '../../pool/query-pool.js';
+import type { SnapshotRegistry } from '../../snapshots/current-snapshot.js';
+import type { RequestState } from '../state.js';
+
+export function opsRoutes(router: Router<RequestState>, deps: { snapshots: SnapshotRegistry; pool: QueryPool; isDraining: () => boolean }): void {
+  router.get('/api/v2/ping', (ctx) => { ctx.status = 204; });
+  router.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+  router.get('/readyz', (ctx) => {
+    const s = deps.snapshots.current;
+    const ready = s.status === 'ready' && !deps.isDraining();
+    ctx.status = ready ? 200 : 503;
+    ctx.body = {
+      status: ready ? 'ready' : 'not ready',
+      snapshot: s.status === 'ready' ? { status: 'ready', id: s.snapshot.id } : s.status === 'broken' ? { status: 'broken', id: s.id, error: s.error } : { status: 'none' },
+      pool: { concurrency: deps.pool.concurrency, queued: deps.pool.queueSize },
+      draining: deps.isDraining(),
+    };
+  });
+}

@@ -1,0 +1,14 @@
+import type { Lease } from '../snapshots/current-snapshot.js';
+import type { TokenRecord } from '../store/state-store.js';
+
+/** What middleware learns about a request, for handlers and the request log. */
+export interface RequestState {
+  requestId: string;
+  token?: TokenRecord;
+  organization?: string;
+  lease?: Lease;
+  rows?: number;
+  route?: string;
+  /** How a streamed response ended, when not plainly. */
+  outcome?: string;
+}

@@ -1,0 +1,124 @@
+// Streams a DuckDB `COPY … TO '<fifo>'` to an HTTP response without buffering the file.
+//
+// Order matters: the FIFO's read end is opened (non-blocking) before the task is submitted, so DuckDB's
+// blocking open() for writing always finds a reader; and the read end is closed only after the task has
+// settled, because an open() with no reader would block a libuv thread beyond any interrupt. To stop a
+// COPY that is blocked on a slow client, the reader switches to draining (discarding) while the worker
+// interrupts DuckDB. The response ends only when both the COPY succeeded and the FIFO reached EOF;
+// otherwise it is destroyed, so the client sees a broken transfer and never a short file that looks whole.
+import { execFile } from 'node:child_process';
+import { constants, mkdirSync, openSync, promises as fs } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ExportResult, Statement } from '../../workers/protocol.js';
+import type { QueryPool } from './query-pool.js';
+
+const run = promisify(execFile);
+
+export type ExportEnd =
+  | { kind: 'complete'; rows: number; bytes: number }
+  /** Failed before any byte was sent: the caller can still answer with an error status. */
+  | { kind: 'failed'; code: 'timeout' | 'cancelled' | 'error' | 'overloaded'; message: string }
+  /** Failed or cancelled after the response started: the response was destroyed. */
+  | { kind: 'aborted'; code: 'timeout' | 'cancelled' | 'error'; message: string; bytes: number };
+
+export interface ExportRequest {
+  pool: QueryPool;
+  fifoDir: string;
+  query: Statement;
+  deadline: number;
+  /** The header line, without its line feed. */
+  header: string;
+  headers: Record<string, string>;
+  req: IncomingMessage;
+  res: ServerResponse;
+}
+
+export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
+  mkdirSync(r.fifoDir, { recursive: true });
+  const id = r.pool.newTaskId();
+  const fifo = join(r.fifoDir, `${id}.csv`);
+  await run('mkfifo', ['-m', '600', fifo]);
+  const reader = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
+  reader.pause();
+
+  return new Promise<ExportEnd>((resolve) => {
+    let started = false; // response headers sent
+    let bytes = 0;
+    let eof = false;
+    let result: ExportResult | undefined;
+    let stopped: { code: 'timeout' | 'cancelled' | 'error'; message: string } | undefined;
+    let settled = false;
+
+    const task = r.pool.runExport(id, { deadline: r.deadline, query: r.query, fifo });
+    const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
+    const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
+    r.res.once('close', onClientGone);
+
+    const finish = (end: ExportEnd) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      r.res.off('close', onClientGone);
+      resolve(end);
+    };
+
+    const start = () => {
+      if (started) return;
+      started = true;
+      r.res.writeHead(200, r.headers);
+      const line = Buffer.from(`${r.header}\n`);
+      bytes += line.length;
+      r.res.write(line);
+    };
+
+    const maybeComplete = () => {
+      if (stopped || !eof || !result) return;
+      if (result.ok) {
+        start();
+        r.res.end();
+        finish({ kind: 'complete', rows: result.rows, bytes });
+      } else stop(result.code, result.message);
+    };
+
+    function stop(code: 'timeout' | 'cancelled' | 'error', message: string) {
+      if (stopped || settled) return;
+      stopped = { code, message };
+      r.pool.cancel(id, code === 'timeout' ? 'timeout' : 'cancelled');
+      // Keep reading and discard, so that a COPY blocked on a full pipe wakes up and sees the interrupt.
+      reader.removeAllListeners('data');
+      reader.on('data', () => {});
+      reader.resume();
+      if (started) {
+        r.res.destroy();
+        finish({ kind: 'aborted', code, message, bytes });
+      } else finish({ kind: 'failed', code, message });
+    }
+
+    reader.on('data', (chunk: Buffer) => {
+      start();
+      bytes += chunk.length;
+      if (!r.res.write(chunk)) reader.pause();
+    });
+    r.res.on('drain', () => { if (!stopped) reader.resume(); });
+    reader.on('end', () => { eof = true; maybeComplete(); });
+    reader.on('error', (e) => stop('error', `reading the export stream failed: ${e.message}`));
+    reader.resume();
+
+    task.then(
+      (res) => { result = res; if (!res.ok) stop(res.code, res.message); else maybeComplete(); },
+      (e: Error) => {
+        if (!started && e.name === 'PoolOverloadedError') {
+          stopped = { code: 'error', message: e.message };
+          finish({ kind: 'failed', code: 'overloaded', message: e.message });
+        } else stop('error', e.message);
+      },
+    ).finally(async () => {
+      // Only now is it safe to close the read end and remove the FIFO (see the note at the top).
+      reader.destroy();
+      await fs.unlink(fifo).catch(() => {});
+    });
+  });
+}

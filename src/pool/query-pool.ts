@@ -1,0 +1,107 @@
+// The Piscina side: run a page or start an export on a DuckDB worker, with a deadline and cancellation.
+// Workers are never terminated while they run a query (see shared/notes/duckdb-in-workers.md):
+// stopping is always an interrupt message, and the pool is destroyed only once every task has settled.
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { BroadcastChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type {
+  ControlMessage, ExportResult, ExportTask, PageResult, PageTask, Task, WorkerConfig,
+} from '../../workers/protocol.js';
+
+export interface PoolOptions {
+  workers: number;
+  concurrencyPerWorker: number;
+  threads: number;
+  memoryLimit: string;
+  tempDirectory: string;
+  maxQueue: number;
+}
+
+export class PoolOverloadedError extends Error {
+  constructor() {
+    super('the query queue is full');
+    this.name = 'PoolOverloadedError';
+  }
+}
+
+type Omitted<T extends Task> = Omit<T, 'id' | 'kind'>;
+
+export class QueryPool {
+  private readonly piscina: Piscina;
+  private readonly channel: BroadcastChannel;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
+
+  constructor(opts: PoolOptions) {
+    mkdirSync(opts.tempDirectory, { recursive: true });
+    const name = `explorer-pool-${randomUUID()}`;
+    const workerData: WorkerConfig = {
+      channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, tempDirectory: opts.tempDirectory,
+    };
+    this.piscina = new Piscina({
+      filename: new URL('../../workers/duckdb-worker.js', import.meta.url).href,
+      minThreads: opts.workers,
+      maxThreads: opts.workers,
+      concurrentTasksPerWorker: opts.concurrencyPerWorker,
+      // Each worker owns a warm DuckDB instance and page cache: never retire an idle one.
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+      maxQueue: opts.maxQueue,
+      workerData,
+    });
+    this.channel = new BroadcastChannel(name);
+    this.channel.unref();
+  }
+
+  /** Capacity of the pool: queries that run at once. */
+  get concurrency(): number {
+    return this.piscina.options.maxThreads * this.piscina.options.concurrentTasksPerWorker;
+  }
+
+  get queueSize(): number {
+    return this.piscina.queueSize;
+  }
+
+  get utilization(): number {
+    return this.piscina.utilization;
+  }
+
+  newTaskId(): string {
+    return randomUUID();
+  }
+
+  runPage(id: string, task: Omitted<PageTask>): Promise<PageResult> {
+    return this.submit({ ...task, id, kind: 'page' });
+  }
+
+  runExport(id: string, task: Omitted<ExportTask>): Promise<ExportResult> {
+    return this.submit({ ...task, id, kind: 'export' });
+  }
+
+  /** Interrupts the task wherever it is: queued (it will not start) or running (DuckDB stops). */
+  cancel(id: string, reason: 'timeout' | 'cancelled'): void {
+    const message: ControlMessage = { type: 'cancel', id, reason };
+    this.channel.postMessage(message);
+  }
+
+  /** Interrupts every running task, waits for all to settle, then stops the workers. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const message: ControlMessage = { type: 'cancel-all' };
+    this.channel.postMessage(message);
+    await Promise.allSettled([...this.inFlight]);
+    this.channel.close();
+    await this.piscina.destroy();
+  }
+
+  private submit<R>(task: Task): Promise<R> {
+    if (this.closed) return Promise.reject(new Error('the query pool is closed'));
+    if (this.piscina.queueSize >= this.piscina.options.maxQueue) return Promise.reject(new PoolOverloadedError());
+    const p = this.piscina.run(task) as Promise<R>;
+    this.inFlight.add(p);
+    const forget = () => this.inFlight.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+}

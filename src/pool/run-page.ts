@@ -1,0 +1,53 @@
+// Runs a page query with the request's deadline and cancels it when the client goes away. The worker
+// enforces the deadline itself; the timer here also answers a request whose task is still queued.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PageResult, Statement } from '../../workers/protocol.js';
+import { ApiError, queryTimeout } from '../errors.js';
+import { PoolOverloadedError, type QueryPool } from './query-pool.js';
+
+export interface PageRun {
+  count: Statement;
+  page: Statement;
+  offset: number;
+  rowType: string;
+  attributes: string[];
+  deadline: number;
+  timeoutMs: number;
+}
+
+export const clientClosed = () => new ApiError(499, 'client closed request', 'The client disconnected before the answer was ready.');
+export const overloaded = () =>
+  new ApiError(503, 'service busy', 'Too many queries are waiting; retry in a moment.', undefined, { 'Retry-After': '1' });
+
+export async function runPage(pool: QueryPool, run: PageRun, req: IncomingMessage, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
+  const id = pool.newTaskId();
+  let timer: NodeJS.Timeout | undefined;
+  let onClose: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      pool.cancel(id, 'timeout');
+      reject(queryTimeout(run.timeoutMs / 1000));
+    }, Math.max(0, run.deadline - Date.now()));
+    onClose = () => {
+      if (res.writableFinished) return;
+      pool.cancel(id, 'cancelled');
+      reject(clientClosed());
+    };
+    res.once('close', onClose);
+  });
+  try {
+    const { timeoutMs: _t, ...task } = run;
+    const result = await Promise.race([pool.runPage(id, task), stopped]);
+    if (result.ok) return result;
+    if (result.code === 'timeout') throw queryTimeout(run.timeoutMs / 1000);
+    if (result.code === 'cancelled') throw clientClosed();
+    throw new Error(`query failed in DuckDB: ${result.message}`);
+  } catch (e) {
+    if (e instanceof PoolOverloadedError) throw overloaded();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    if (onClose) res.off('close', onClose);
+    void req;
+  }
+}

@@ -1,0 +1,103 @@
+// Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
+// (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
+import { versionKeyColumn } from '../catalog/catalog.js';
+import { isNegative } from '../catalog/operators.js';
+import type { Field } from '../catalog/types.js';
+import type { BoundValue, Condition, Query, SortKey } from './query.js';
+
+export type SqlValue = BoundValue | bigint;
+
+export interface CompiledQuery {
+  /** SELECT count(*) of the matching rows. */
+  count: { sql: string; params: SqlValue[] };
+  /** The requested page: row id first, then the selected fields as JSON-ready values. */
+  page: { sql: string; params: SqlValue[] };
+  /** Every matching row, every value as a non-null VARCHAR ready for CSV (decisions §6). */
+  export: { sql: string; params: SqlValue[] };
+}
+
+/** Where the view's rows are: a relation expression chosen by the snapshot registry, never by a client. */
+export interface CompileTarget {
+  relation: string;
+  organization: string;
+}
+
+const ident = (name: string) => {
+  // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a catalog identifier: ${name}`);
+  return `"${name}"`;
+};
+const col = (f: Field) => ident(f.column);
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+/** decisions §4: case-insensitive means ASCII A–Z fold to a–z and nothing else (lower() folds all of Unicode). */
+const fold = (expr: string) => `translate(${expr}, '${UPPER}', '${UPPER.toLowerCase()}')`;
+
+function condition(c: Condition, params: SqlValue[]): string {
+  const c0 = col(c.field);
+  const bind = (v: SqlValue) => (params.push(v), c.field.type === 'datetime' ? 'CAST(? AS TIMESTAMP)' : '?');
+  const any = (test: (placeholder: string) => string) => {
+    const parts = c.values.map((v) => test(bind(v)));
+    return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;
+  };
+  const emptyTest = c.field.type === 'string' ? `(${c0} IS NULL OR ${c0} = '')` : `${c0} IS NULL`;
+  switch (c.operator) {
+    case 'is_empty': return emptyTest;
+    case 'is_not_empty': return `NOT ${emptyTest}`;
+    case 'is': return any((p) => `${c0} = ${p}`);
+    case 'is_not': return `(${c0} IS NULL OR NOT ${any((p) => `${c0} = ${p}`)})`;
+    case 'contains': return any((p) => `contains(${fold(c0)}, ${p})`);
+    case 'does not contain': return `(${c0} IS NULL OR NOT ${any((p) => `contains(${fold(c0)}, ${p})`)})`;
+    case 'gt': return any((p) => `${c0} > ${p}`);
+    case 'lt': return any((p) => `${c0} < ${p}`);
+    case 'gteq': return any((p) => `${c0} >= ${p}`);
+    case 'lteq': return any((p) => `${c0} <= ${p}`);
+    case 'is_before': return any((p) => `${c0} < ${p}`);
+    case 'is_after': return any((p) => `${c0} > ${p}`);
+  }
+  // Negative operators keep nulls (handled above); the exhaustive switch makes this unreachable.
+  throw new Error(`unknown operator ${c.operator satisfies never} (negative: ${isNegative(c.operator)})`);
+}
+
+/** ORDER BY terms for one key (decisions §5). Nulls are last in both directions. */
+function orderTerms({ field, descending }: SortKey): string[] {
+  const dir = descending ? 'DESC' : 'ASC';
+  const c0 = col(field);
+  if (field.version) {
+    const vk = ident(versionKeyColumn(field.column));
+    // Versions, then non-versions, then nulls — in both directions; versions compare by key, then exactly.
+    return [
+      `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END) ASC`,
+      `${vk} ${dir} NULLS LAST`,
+      `(CASE WHEN ${vk} IS NULL THEN ${fold(c0)} END) ${dir} NULLS LAST`,
+      `${c0} ${dir} NULLS LAST`,
+    ];
+  }
+  if (field.type === 'string') return [`${fold(c0)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
+  return [`${c0} ${dir} NULLS LAST`];
+}
+
+function jsonValue(f: Field): string {
+  // Datetimes leave DuckDB already in the JSON form of decisions §6; everything else is typed.
+  return f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : col(f);
+}
+
+function csvValue(f: Field): string {
+  const text = f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${col(f)} AS VARCHAR)`;
+  return `coalesce(${text}, '') AS ${ident(f.name)}`;
+}
+
+export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {
+  const params: SqlValue[] = [target.organization];
+  const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
+  const from = `FROM ${target.relation}\nWHERE ${where}`;
+  const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
+  const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
+  return {
+    count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
+    page: {
+      sql: `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`,
+      params: [...params, BigInt(query.page.size), offset],
+    },
+    export: { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
+  };
+}

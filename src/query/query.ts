@@ -1,0 +1,32 @@
+import type { Operator } from '../catalog/operators.js';
+import type { Field, View } from '../catalog/types.js';
+
+/** A typed comparison value, ready to bind. Datetimes are UTC `YYYY-MM-DD HH:MM:SS.mmm`. */
+export type BoundValue = string | number | boolean;
+
+/** One condition: values of the same (index, field, operator) mean any-of, or none-of for negative operators. */
+export interface Condition {
+  field: Field;
+  operator: Operator;
+  values: BoundValue[];
+}
+
+export interface SortKey {
+  field: Field;
+  descending: boolean;
+}
+
+export interface Query {
+  view: View;
+  /** Selected fields in output order (all fields, alphabetical, when the request names none). */
+  fields: Field[];
+  sort: SortKey[];
+  conditions: Condition[];
+  page: { number: number; size: number };
+}
+
+/** Where a query came from, so that a validation error can name what the client sent. */
+export interface QueryOrigin {
+  /** Maps a normalized-document path (`/filter/3/value`, `/sort/0`) to a query parameter or body pointer. */
+  locate(path: string): { parameter?: string; pointer?: string };
+}

@@ -1,0 +1,140 @@
+// Validates a normalized query document against the view's JSON Schema and turns it into a typed Query.
+// Both the query string (endpoints 1, 2) and saved-view bodies (endpoints 4, 6) come through here.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { catalogFor, type Catalog } from '../catalog/catalog.js';
+import { canonicalOperator, ignoresValue, OPERATORS_BY_TYPE, type Operator } from '../catalog/operators.js';
+import { allSchemas } from '../catalog/schemas.js';
+import type { Field, View } from '../catalog/types.js';
+import { ApiError } from '../errors.js';
+import { parseDatetime } from './values.js';
+import type { BoundValue, Condition, Query, QueryOrigin, SortKey } from './query.js';
+
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+export const MAX_CONDITIONS = 50;
+export const MAX_VALUES = 100;
+
+/** The shape every query is normalized into before validation (schemas/generated/query-<view>.schema.json). */
+export interface QueryDocument {
+  fields?: string[];
+  sort?: string[];
+  /** One entry per value; `group` ties the values of one (index, field, operator) together. */
+  filter: { field: string; operator: string; value: string; group: string }[];
+  page?: { number?: string; size?: string };
+}
+
+interface Validators {
+  catalog: Catalog;
+  byView: Map<string, ValidateFunction>;
+}
+const validators = new Map<string, Validators>();
+
+function validatorsFor(engine: string): Validators {
+  let v = validators.get(engine);
+  if (!v) {
+    const catalog = catalogFor(engine);
+    const ajv = new Ajv({ allErrors: false, strict: true, strictTypes: false });
+    const byView = new Map<string, ValidateFunction>();
+    const schemas = allSchemas(catalog);
+    for (const view of catalog.views) byView.set(view.name, ajv.compile(schemas[`query-${view.name}`]!));
+    v = { catalog, byView };
+    validators.set(engine, v);
+  }
+  return v;
+}
+
+export function invalid(origin: QueryOrigin, path: string, detail: string, status = 400): ApiError {
+  const where = origin.locate(path);
+  const title = status === 422 ? 'invalid saved view' : 'invalid query parameter';
+  return new ApiError(status, title, detail, where.parameter !== undefined ? { parameter: where.parameter } : { pointer: where.pointer ?? path });
+}
+
+/** Turns the first schema error into a sentence about what the client sent. */
+function describe(view: View, doc: QueryDocument, error: ErrorObject): { path: string; detail: string } {
+  const path = error.instancePath;
+  const [, section, indexText, member] = path.split('/');
+  const index = Number(indexText);
+  if (section === 'filter' && Number.isInteger(index)) {
+    const f = doc.filter[index]!;
+    const field = view.field(f.field);
+    if (member === 'field' || !field) return { path, detail: `${JSON.stringify(f.field)} is not a field of the ${view.name} view. Fields: ${view.fields.map((x) => x.name).join(', ')}.` };
+    if (member === 'operator') return { path, detail: `The operator ${JSON.stringify(f.operator)} does not apply to ${field.name} (a ${field.type} field). Operators: ${OPERATORS_BY_TYPE[field.type].join(', ')}.` };
+    if (member === 'value') return { path, detail: `${JSON.stringify(f.value)} is not a valid ${field.type} value for ${field.name}: ${VALUE_HINT[field.type]}.` };
+  }
+  if (section === 'filter') return { path: '/filter', detail: `At most ${MAX_VALUES} filter values are allowed.` };
+  if (section === 'fields' && indexText !== undefined) return { path, detail: `${JSON.stringify(doc.fields![index])} is not a field of the ${view.name} view. Fields: ${view.fields.map((x) => x.name).join(', ')}.` };
+  if (section === 'fields') return { path, detail: 'Name at least one field.' };
+  if (section === 'sort' && indexText !== undefined) return { path, detail: `${JSON.stringify(doc.sort![index])} is not a sortable field of the ${view.name} view (a field name, optionally prefixed by "-").` };
+  if (section === 'sort') return { path, detail: 'Name at least one sort key.' };
+  if (section === 'page') return { path, detail: `page[${indexText}] must be a whole number of at least 1.` };
+  return { path, detail: `Invalid query: ${error.message ?? 'schema violation'}.` };
+}
+
+const VALUE_HINT: Record<string, string> = {
+  boolean: 'use true or false',
+  number: 'use digits with an optional leading - and decimal part, e.g. 42 or -1.5',
+  datetime: 'use ISO 8601, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.fff]] with an optional Z or ±HH:MM',
+  string: 'any text',
+};
+
+const asciiFold = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+
+function bindValue(field: Field, operator: Operator, value: string): BoundValue | null {
+  if (ignoresValue(operator)) return null;
+  switch (field.type) {
+    case 'boolean': return value.toLowerCase() === 'true';
+    case 'number': return Number(value);
+    case 'datetime': return parseDatetime(value);
+    case 'string': return operator === 'contains' || operator === 'does not contain' ? asciiFold(value) : value;
+  }
+}
+
+function parsePositive(text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Validates `doc` for `viewName` and returns the typed query. `origin` names the client's parameters in
+ * errors; `status` is 400 for query strings and 422 for saved-view bodies.
+ */
+export function validateQuery(engine: string, viewName: string, doc: QueryDocument, origin: QueryOrigin, status = 400): Query {
+  const { catalog, byView } = validatorsFor(engine);
+  const view = catalog.view(viewName)!;
+  for (const f of doc.filter) f.operator = canonicalOperator(f.operator);
+  const validate = byView.get(view.name)!;
+  if (!validate(doc)) {
+    const { path, detail } = describe(view, doc, validate.errors![0]!);
+    throw invalid(origin, path, detail, status);
+  }
+  const groups = new Map<string, Condition>();
+  for (const [i, f] of doc.filter.entries()) {
+    const field = view.field(f.field)!;
+    const operator = f.operator as Operator;
+    let value: BoundValue | null;
+    try {
+      value = bindValue(field, operator, f.value);
+    } catch (e) {
+      throw invalid(origin, `/filter/${i}/value`, `${JSON.stringify(f.value)} is not a valid ${field.type} value for ${field.name}: ${(e as Error).message}.`, status);
+    }
+    const key = `${f.group}\u0000${field.name}\u0000${operator}`;
+    let condition = groups.get(key);
+    if (!condition) groups.set(key, (condition = { field, operator, values: [] }));
+    if (value !== null && !condition.values.some((v) => v === value)) condition.values.push(value);
+  }
+  if (groups.size > MAX_CONDITIONS) throw invalid(origin, '/filter', `At most ${MAX_CONDITIONS} filter conditions are allowed; got ${groups.size}.`, status);
+
+  const fields: Field[] = doc.fields ? [...new Set(doc.fields)].map((n) => view.field(n)!) : view.fields;
+  const sortNames = doc.sort ?? view.defaultSort;
+  const sort: SortKey[] = sortNames.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
+
+  const number = parsePositive(doc.page?.number, 1);
+  if (!Number.isFinite(number)) throw invalid(origin, '/page/number', `page[number] must be at most ${Number.MAX_SAFE_INTEGER}.`, status);
+  const size = Math.min(parsePositive(doc.page?.size, DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE);
+  return { view, fields, sort, conditions: [...groups.values()], page: { number, size } };
+}
+
+export function knownView(engine: string, name: string): View | undefined {
+  return validatorsFor(engine).catalog.view(name);
+}

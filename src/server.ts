@@ -1,0 +1,61 @@
+// Starts and stops the whole service: state store, snapshot registry, DuckDB pool and HTTP server.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from './config.js';
+import { createApp } from './http/app.js';
+import type { Logger } from './log.js';
+import { QueryPool } from './pool/query-pool.js';
+import { SnapshotRegistry } from './snapshots/current-snapshot.js';
+import { openStateStore } from './store/open-store.js';
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  /** Stops accepting, lets in-flight requests finish for the grace period, interrupts the rest, closes. */
+  shutdown(): Promise<void>;
+}
+
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const store = await openStateStore(config);
+  const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger);
+  await snapshots.start();
+  const pool = new QueryPool({
+    workers: config.poolWorkers,
+    concurrencyPerWorker: config.workerConcurrency,
+    threads: config.duckdbThreads,
+    memoryLimit: config.duckdbMemoryLimit,
+    tempDirectory: join(config.dataDir, 'tmp', 'duckdb'),
+    maxQueue: config.poolMaxQueue,
+  });
+  let draining = false;
+  const app = createApp({ config, logger, snapshots, pool, store, isDraining: () => draining });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 5000;
+  server.listen(config.port, config.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  logger.log('info', 'listening', { url, snapshot: snapshots.current.status === 'ready' ? snapshots.current.snapshot.id : null, pool: pool.concurrency });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = () => (stopping ??= (async () => {
+    draining = true;
+    logger.log('info', 'shutting down', { grace_ms: config.shutdownGraceMs });
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const grace = new Promise<'grace'>((resolve) => setTimeout(() => resolve('grace'), config.shutdownGraceMs).unref());
+    if ((await Promise.race([closed.then(() => 'closed' as const), grace])) === 'grace') {
+      logger.log('warn', 'grace period over: interrupting the remaining queries');
+    }
+    await pool.close(); // interrupts whatever still runs, waits for every task to settle
+    server.closeAllConnections();
+    await closed;
+    snapshots.stop();
+    await store.close();
+    logger.log('info', 'stopped');
+  })());
+  return { url, server, shutdown };
+}

@@ -1,0 +1,139 @@
+// The running server's view of the snapshots: which one is current, who is using which, and switching
+// to a new one (polled, so that every instance on a shared DATA_DIR follows by itself). A request takes
+// a lease on the current snapshot and keeps reading that one even if another becomes current meanwhile.
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../log.js';
+import type { AccessData } from './source-validator.js';
+import {
+  pruneSnapshots, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest,
+} from './snapshot-dir.js';
+
+export interface Snapshot {
+  id: string;
+  manifest: Manifest;
+  access: AccessData;
+  organizations: ReadonlySet<string>;
+  /** SQL relation of a view's rows; the path is ours, never a client's. */
+  relation(view: string): string;
+}
+
+export interface Lease {
+  snapshot: Snapshot;
+  release(): void;
+}
+
+export type SnapshotState =
+  | { status: 'none' }
+  | { status: 'ready'; snapshot: Snapshot }
+  | { status: 'broken'; id: string; error: string };
+
+async function checkParquet(path: string): Promise<void> {
+  const handle = await fs.open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const head = Buffer.alloc(4), tail = Buffer.alloc(4);
+    await handle.read(head, 0, 4, 0);
+    await handle.read(tail, 0, 4, Math.max(0, size - 4));
+    if (size < 12 || head.toString() !== 'PAR1' || tail.toString() !== 'PAR1') throw new Error(`${path} is not a complete Parquet file`);
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function openSnapshot(dataDir: string, id: string): Promise<Snapshot> {
+  const [manifest, access] = await Promise.all([readManifest(dataDir, id), readAccess(dataDir, id)]);
+  const dir = snapshotPath(dataDir, id);
+  const paths = new Map<string, string>();
+  for (const [view, file] of Object.entries(manifest.files)) {
+    const path = join(dir, file);
+    await checkParquet(path);
+    paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
+  }
+  return {
+    id,
+    manifest,
+    access,
+    organizations: new Set(access.organizations),
+    relation(view) {
+      const relation = paths.get(view);
+      if (!relation) throw new Error(`snapshot ${id} has no file for view ${view}`);
+      return relation;
+    },
+  };
+}
+
+export class SnapshotRegistry {
+  private state: SnapshotState = { status: 'none' };
+  private readonly leases = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+
+  constructor(private readonly dataDir: string, private readonly pollMs: number, private readonly logger: Logger) {}
+
+  async start(): Promise<void> {
+    await this.refresh();
+    this.timer = setInterval(() => void this.refresh(), this.pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  get current(): SnapshotState {
+    return this.state;
+  }
+
+  /** A lease on the current snapshot, or null when none is usable. Release it when the request ends. */
+  acquire(): Lease | null {
+    if (this.state.status !== 'ready') return null;
+    const snapshot = this.state.snapshot;
+    this.leases.set(snapshot.id, (this.leases.get(snapshot.id) ?? 0) + 1);
+    let released = false;
+    return {
+      snapshot,
+      release: () => {
+        if (released) return;
+        released = true;
+        const n = (this.leases.get(snapshot.id) ?? 1) - 1;
+        if (n > 0) this.leases.set(snapshot.id, n);
+        else this.leases.delete(snapshot.id);
+      },
+    };
+  }
+
+  /** Re-reads CURRENT and switches when it names another snapshot. Safe to call at any time. */
+  refresh(): Promise<void> {
+    this.checking ??= this.check().finally(() => { this.checking = undefined; });
+    return this.checking;
+  }
+
+  private async check(): Promise<void> {
+    let id: string | null;
+    try {
+      id = await readCurrentId(this.dataDir);
+    } catch (e) {
+      this.logger.log('error', 'cannot read the current snapshot pointer', { error: (e as Error).message });
+      return;
+    }
+    const shown = this.state.status === 'ready' ? this.state.snapshot.id : this.state.status === 'broken' ? this.state.id : null;
+    if (id === shown) return;
+    if (id === null) {
+      this.state = { status: 'none' };
+      return;
+    }
+    try {
+      const snapshot = await openSnapshot(this.dataDir, id);
+      const previous = shown;
+      this.state = { status: 'ready', snapshot };
+      this.logger.log('info', 'snapshot switched', { snapshot: id, previous });
+      const inUse = new Set(this.leases.keys());
+      const removed = await pruneSnapshots(this.dataDir, inUse).catch(() => []);
+      if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
+    } catch (e) {
+      this.state = { status: 'broken', id, error: (e as Error).message };
+      this.logger.log('error', 'the current snapshot cannot be opened', { snapshot: id, error: (e as Error).message });
+    }
+  }
+}

@@ -1,0 +1,106 @@
+// `explorer load <dir>`: validate the whole source, build a new snapshot beside the current one, and make
+// it current atomically. Any failure leaves the current snapshot untouched and removes the partial one.
+import { DuckDBInstance } from '@duckdb/node-api';
+import { promises as fs } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { versionKey } from '../catalog/version-order.js';
+import { validateSource, type ValidationResult } from './source-validator.js';
+import { DISTINCT_VERSIONS_SQL, stagingStatements } from './staging.js';
+import { viewFileStatements } from './view-files.js';
+import {
+  fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
+} from './snapshot-dir.js';
+
+export class SourceInvalidError extends Error {
+  constructor(readonly errors: string[], readonly errorCount: number) {
+    super(`the source has ${errorCount} problem${errorCount === 1 ? '' : 's'}`);
+    this.name = 'SourceInvalidError';
+  }
+}
+
+export interface LoadOptions {
+  dataDir: string;
+  memoryLimit?: string;
+  threads?: number;
+  onProgress?: (message: string) => void;
+}
+
+export interface LoadResult {
+  manifest: Manifest;
+  validation: ValidationResult;
+  seconds: number;
+}
+
+export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promise<LoadResult> {
+  const started = performance.now();
+  const source = resolve(sourceDir);
+  const stat = await fs.stat(source).catch(() => null);
+  if (!stat?.isDirectory()) throw new SourceInvalidError([`${sourceDir}: not a directory`], 1);
+  const progress = opts.onProgress ?? (() => {});
+
+  const validation = await validateSource(source, (file, lines) => progress(`validating ${file}: ${lines.toLocaleString('en')} lines`));
+  if (validation.errorCount > 0) throw new SourceInvalidError(validation.errors, validation.errorCount);
+
+  const id = newSnapshotId();
+  const root = snapshotsDir(opts.dataDir);
+  const tmp = join(root, `.tmp-${id}`);
+  await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
+  try {
+    const rows = await buildViewFiles(validation, tmp, opts, progress);
+    await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
+    const manifest: Manifest = {
+      id,
+      createdAt: new Date().toISOString(),
+      source,
+      counts: validation.counts,
+      files: Object.fromEntries(viewFileStatements(tmp).map((v) => [v.view, v.file])),
+      rows,
+    };
+    await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(validation.access));
+    await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
+    for (const name of await fs.readdir(tmp)) await fsyncPath(join(tmp, name));
+    await fs.rename(tmp, snapshotPath(opts.dataDir, id));
+    await fsyncPath(root);
+    await writeCurrentId(opts.dataDir, id);
+    await pruneSnapshots(opts.dataDir);
+    return { manifest, validation, seconds: (performance.now() - started) / 1000 };
+  } catch (e) {
+    await fs.rm(tmp, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+async function buildViewFiles(validation: ValidationResult, dir: string, opts: LoadOptions, progress: (m: string) => void) {
+  const instance = await DuckDBInstance.create(':memory:', {
+    threads: String(opts.threads ?? 2),
+    memory_limit: opts.memoryLimit ?? '3GB',
+    temp_directory: join(dir, 'duckdb-tmp'),
+    preserve_insertion_order: 'false',
+  });
+  const db = await instance.connect();
+  try {
+    progress('reading the source into DuckDB');
+    for (const sql of stagingStatements(validation.files)) await db.run(sql);
+    progress('computing version order keys');
+    const versions = (await db.runAndReadAll(DISTINCT_VERSIONS_SQL)).getRows().map((r) => r[0] as string);
+    const appender = await db.createAppender('version_keys');
+    for (const v of versions) {
+      appender.appendVarchar(v);
+      const key = versionKey(v);
+      if (key === null) appender.appendNull(); else appender.appendVarchar(key);
+      appender.endRow();
+    }
+    appender.closeSync();
+    const rows: Record<string, number> = {};
+    for (const { view, file, sql } of viewFileStatements(dir)) {
+      progress(`writing ${file}`);
+      await db.run(sql);
+      const n = await db.runAndReadAll(`SELECT count(*) FROM read_parquet('${join(dir, file).replace(/'/g, "''")}')`);
+      rows[view] = Number(n.getRows()[0]![0]);
+    }
+    return rows;
+  } finally {
+    db.closeSync();
+    instance.closeSync();
+  }
+}

@@ -1,0 +1,100 @@
+// The on-disk layout of snapshots under DATA_DIR/snapshots:
+//   <id>/            an immutable snapshot: one Parquet file per view, access.json, manifest.json
+//   .tmp-<id>/       a snapshot being written (never current; removed when stale)
+//   CURRENT          the id of the current snapshot, replaced atomically (write, fsync, rename, fsync dir)
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { AccessData } from './source-validator.js';
+
+export const KEEP_SNAPSHOTS = 3;
+const ID = /^\d{8}T\d{6}\d{3}Z-[a-z0-9]{6}$/;
+
+export interface Manifest {
+  id: string;
+  createdAt: string;
+  source: string;
+  counts: Record<string, number>;
+  /** View name → file name inside the snapshot directory. */
+  files: Record<string, string>;
+  /** Rows per view file, for sanity checks. */
+  rows: Record<string, number>;
+}
+
+export const snapshotsDir = (dataDir: string) => join(dataDir, 'snapshots');
+export const snapshotPath = (dataDir: string, id: string) => join(snapshotsDir(dataDir), id);
+
+/** Sortable by creation time, unique across processes. */
+export function newSnapshotId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:.]/g, '').replace(/^(\d{8}T\d{6})(\d{3})Z$/, '$1$2Z');
+  const suffix = [...randomBytes(6)].map((b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
+  return `${stamp}-${suffix}`;
+}
+
+export async function readCurrentId(dataDir: string): Promise<string | null> {
+  try {
+    const id = (await fs.readFile(join(snapshotsDir(dataDir), 'CURRENT'), 'utf8')).trim();
+    return ID.test(id) ? id : null;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+export async function fsyncPath(path: string): Promise<void> {
+  const handle = await fs.open(path, 'r');
+  try { await handle.sync(); } finally { await handle.close(); }
+}
+
+export async function writeCurrentId(dataDir: string, id: string): Promise<void> {
+  const dir = snapshotsDir(dataDir);
+  const tmp = join(dir, `.CURRENT.${process.pid}.${Date.now()}`);
+  const handle = await fs.open(tmp, 'w');
+  try {
+    await handle.writeFile(`${id}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(tmp, join(dir, 'CURRENT'));
+  await fsyncPath(dir);
+}
+
+export async function listSnapshotIds(dataDir: string): Promise<string[]> {
+  try {
+    return (await fs.readdir(snapshotsDir(dataDir))).filter((n) => ID.test(n)).sort();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+}
+
+export async function readManifest(dataDir: string, id: string): Promise<Manifest> {
+  return JSON.parse(await fs.readFile(join(snapshotPath(dataDir, id), 'manifest.json'), 'utf8')) as Manifest;
+}
+
+export async function readAccess(dataDir: string, id: string): Promise<AccessData> {
+  return JSON.parse(await fs.readFile(join(snapshotPath(dataDir, id), 'access.json'), 'utf8')) as AccessData;
+}
+
+/**
+ * Removes snapshots beyond the newest KEEP_SNAPSHOTS, never the current one nor any in `inUse`, and
+ * abandoned temporary directories older than an hour (a load killed midway).
+ */
+export async function pruneSnapshots(dataDir: string, inUse: ReadonlySet<string> = new Set()): Promise<string[]> {
+  const current = await readCurrentId(dataDir);
+  const ids = await listSnapshotIds(dataDir);
+  const removed: string[] = [];
+  for (const id of ids.slice(0, Math.max(0, ids.length - KEEP_SNAPSHOTS))) {
+    if (id === current || inUse.has(id)) continue;
+    await fs.rm(snapshotPath(dataDir, id), { recursive: true, force: true });
+    removed.push(id);
+  }
+  const dir = snapshotsDir(dataDir);
+  for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith('.tmp-')) continue;
+    const stat = await fs.stat(join(dir, name)).catch(() => null);
+    if (stat && Date.now() - stat.mtimeMs > 3600_000) await fs.rm(join(dir, name), { recursive: true, force: true });
+  }
+  return removed;
+}

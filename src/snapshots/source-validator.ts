@@ -1,0 +1,228 @@
+// Validates a snapshot source (shared/spec/snapshot-source.md) line by line, so that every problem is
+// reported as `file:line: reason`. DuckDB then reads the same files in bulk, trusting what passed here.
+import { createReadStream, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createGunzip } from 'node:zlib';
+
+export const SOURCE_FILES = [
+  'organizations', 'projects', 'workspaces', 'workspace_providers', 'workspace_modules', 'teams', 'team_members',
+] as const;
+export type SourceFile = (typeof SOURCE_FILES)[number];
+
+export interface AccessData {
+  organizations: string[];
+  /** Teams that grant explorer access (owners, read_workspaces or read_projects), per organization. */
+  qualifyingTeams: Record<string, string[]>;
+  /** Every team, per organization (to check a team token's target at creation). */
+  teams: Record<string, string[]>;
+  /** Organizations where the user belongs to a qualifying team. */
+  userOrganizations: Record<string, string[]>;
+}
+
+export interface ValidationResult {
+  errors: string[];
+  errorCount: number;
+  /** Path of each file found (plain or .gz); absent files have no records. */
+  files: Partial<Record<SourceFile, string>>;
+  counts: Record<SourceFile, number>;
+  access: AccessData;
+}
+
+const MAX_REPORTED = 100;
+const ORG_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$/;
+const PROJECT_ID = /^prj-[A-Za-z0-9]{1,64}$/;
+const WORKSPACE_ID = /^ws-[A-Za-z0-9]{1,64}$/;
+const RUN_ID = /^run-[A-Za-z0-9]{1,64}$/;
+const USER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
+// Seconds are required: DuckDB's timestamp parser needs them, and every real export carries them.
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+type Json = Record<string, unknown>;
+class Invalid extends Error {}
+const fail = (reason: string): never => { throw new Invalid(reason); };
+
+function obj(line: string): Json {
+  let v: unknown;
+  try { v = JSON.parse(line); } catch { fail('not valid JSON'); }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail('a line must hold one JSON object');
+  return v as Json;
+}
+const absent = (v: unknown) => v === undefined || v === null;
+function str(r: Json, key: string, required: boolean, pattern?: RegExp, what?: string): string | null {
+  const v = r[key];
+  if (absent(v) || v === '') return required ? fail(`${key} is required`) : null;
+  if (typeof v !== 'string') return fail(`${key} must be a string`);
+  if (pattern && !pattern.test(v)) fail(`${key} ${JSON.stringify(v)} is not ${what ?? `of the form ${pattern.source}`}`);
+  return v;
+}
+function name(r: Json, key: string): string {
+  const v = str(r, key, true)!;
+  if ([...v].length > 255) fail(`${key} is longer than 255 characters`);
+  return v;
+}
+function timestamp(r: Json, key: string, required: boolean): void {
+  const v = str(r, key, required);
+  if (v === null) return;
+  const m = TIMESTAMP.exec(v);
+  if (!m) return fail(`${key} ${JSON.stringify(v)} is not an ISO 8601 timestamp with seconds and an offset (2023-10-17T21:56:45.570Z)`);
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  if (date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d || h > 23 || mi > 59 || s > 59 || Number(m[9] ?? 0) > 23 || Number(m[10] ?? 0) > 59) {
+    fail(`${key} ${JSON.stringify(v)} is not a real date and time`);
+  }
+}
+function count(o: Json, key: string, where: string): void {
+  const v = o[key];
+  if (absent(v)) return;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${where}.${key} must be a whole number ≥ 0`);
+}
+function bool(o: Json, key: string, where: string): void {
+  const v = o[key];
+  if (!absent(v) && typeof v !== 'boolean') fail(`${where}${key} must be true or false`);
+}
+function object(r: Json, key: string): Json | null {
+  const v = r[key];
+  if (absent(v)) return null;
+  if (typeof v !== 'object' || Array.isArray(v)) return fail(`${key} must be an object`);
+  return v as Json;
+}
+
+export async function validateSource(dir: string, onProgress?: (file: string, lines: number) => void): Promise<ValidationResult> {
+  const errors: string[] = [];
+  let errorCount = 0;
+  const files: Partial<Record<SourceFile, string>> = {};
+  const counts = Object.fromEntries(SOURCE_FILES.map((f) => [f, 0])) as Record<SourceFile, number>;
+
+  const orgs = new Set<string>();
+  const projectOrg = new Map<string, string>();
+  const workspaceIds = new Set<string>();
+  const workspaceNames = new Set<string>();
+  const teams = new Map<string, { qualifies: boolean }>();
+  const teamsByOrg: Record<string, string[]> = {};
+  const qualifyingTeams: Record<string, string[]> = {};
+  const userOrgs: Record<string, Set<string>> = {};
+
+  const rules: Record<SourceFile, (r: Json) => void> = {
+    organizations(r) {
+      const n = str(r, 'name', true, ORG_NAME, 'a valid organization name')!;
+      if (orgs.has(n)) fail(`organization ${JSON.stringify(n)} is defined twice`);
+      orgs.add(n);
+    },
+    projects(r) {
+      const id = str(r, 'id', true, PROJECT_ID, 'a project id (prj-<1–64 letters or digits>)')!;
+      const org = knownOrg(r);
+      name(r, 'name');
+      if (projectOrg.has(id)) fail(`project ${id} is defined twice`);
+      projectOrg.set(id, org);
+    },
+    workspaces(r) {
+      const id = str(r, 'id', true, WORKSPACE_ID, 'a workspace id (ws-<1–64 letters or digits>)')!;
+      const org = knownOrg(r);
+      const project = str(r, 'project_id', true)!;
+      if (projectOrg.get(project) !== org) fail(`project_id ${project} is not a project of organization ${org}`);
+      const n = name(r, 'name');
+      timestamp(r, 'created_at', true);
+      timestamp(r, 'updated_at', true);
+      for (const k of ['engine_version', 'state_version_engine_version', 'vcs_repo_identifier']) str(r, k, false);
+      const tags = r.tags;
+      if (!absent(tags) && (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string'))) fail('tags must be an array of strings');
+      const run = object(r, 'current_run');
+      if (run) {
+        str(run, 'id', true, RUN_ID, 'a run id (run-<1–64 letters or digits>)');
+        str(run, 'status', false);
+        timestamp(run, 'applied_at', false);
+      }
+      const checks = object(r, 'checks');
+      if (checks) for (const k of ['passed', 'failed', 'errored', 'unknown']) count(checks, k, 'checks');
+      const drift = object(r, 'drift');
+      if (drift) {
+        bool(drift, 'drifted', 'drift.');
+        for (const k of ['resources_drifted', 'resources_undrifted']) count(drift, k, 'drift');
+      }
+      if (workspaceIds.has(id)) fail(`workspace ${id} is defined twice`);
+      const key = `${org}\n${n}`;
+      if (workspaceNames.has(key)) fail(`organization ${org} already has a workspace named ${JSON.stringify(n)}`);
+      workspaceIds.add(id);
+      workspaceNames.add(key);
+    },
+    workspace_providers: (r) => usage(r, true),
+    workspace_modules: (r) => usage(r, false),
+    teams(r) {
+      const org = knownOrg(r);
+      const n = name(r, 'name');
+      bool(r, 'read_workspaces', '');
+      bool(r, 'read_projects', '');
+      const key = `${org}\n${n}`;
+      if (teams.has(key)) fail(`organization ${org} already has a team named ${JSON.stringify(n)}`);
+      const qualifies = n === 'owners' || r.read_workspaces === true || r.read_projects === true;
+      teams.set(key, { qualifies });
+      (teamsByOrg[org] ??= []).push(n);
+      if (qualifies) (qualifyingTeams[org] ??= []).push(n);
+    },
+    team_members(r) {
+      const org = knownOrg(r);
+      const team = str(r, 'team', true)!;
+      const user = str(r, 'user', true, USER_NAME, 'a valid user name')!;
+      const t = teams.get(`${org}\n${team}`);
+      if (!t) fail(`team ${JSON.stringify(team)} does not exist in organization ${org}`);
+      if (t!.qualifies) (userOrgs[user] ??= new Set()).add(org);
+    },
+  };
+  function knownOrg(r: Json): string {
+    const org = str(r, 'organization', true)!;
+    if (!orgs.has(org)) fail(`organization ${JSON.stringify(org)} does not exist`);
+    return org;
+  }
+  function usage(r: Json, versionRequired: boolean): void {
+    const ws = str(r, 'workspace_id', true)!;
+    if (!workspaceIds.has(ws)) fail(`workspace_id ${ws} does not exist`);
+    str(r, 'name', true);
+    str(r, 'source', true);
+    str(r, 'version', versionRequired);
+    const type = str(r, 'registry_type', false);
+    if (type !== null && type !== 'public' && type !== 'private') fail(`registry_type must be public or private, not ${JSON.stringify(type)}`);
+  }
+
+  for (const file of SOURCE_FILES) {
+    const plain = join(dir, `${file}.ndjson`);
+    const path = existsSync(plain) ? plain : existsSync(`${plain}.gz`) ? `${plain}.gz` : undefined;
+    if (!path) {
+      if (file === 'organizations') { errors.push(`${file}.ndjson: the file is required`); errorCount++; }
+      continue;
+    }
+    files[file] = path;
+    const label = path.slice(dir.length).replace(/^\//, '');
+    const input = createReadStream(path);
+    const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
+    let lineNo = 0;
+    try {
+      for await (const line of lines) {
+        lineNo++;
+        if (line.trim() === '') continue;
+        try {
+          rules[file](obj(line));
+          counts[file]++;
+        } catch (e) {
+          if (!(e instanceof Invalid)) throw e;
+          errorCount++;
+          if (errors.length < MAX_REPORTED) errors.push(`${label}:${lineNo}: ${e.message}`);
+        }
+        if (onProgress && lineNo % 100_000 === 0) onProgress(label, lineNo);
+      }
+    } catch (e) {
+      errorCount++;
+      errors.push(`${label}:${lineNo + 1}: cannot be read (${(e as Error).message})`);
+    }
+  }
+  const sorted = (r: Record<string, string[]>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, [...v].sort()]));
+  return {
+    errors, errorCount, files, counts,
+    access: {
+      organizations: [...orgs].sort(),
+      qualifyingTeams: sorted(qualifyingTeams),
+      teams: sorted(teamsByOrg),
+      userOrganizations: Object.fromEntries(Object.entries(userOrgs).map(([u, s]) => [u, [...s].sort()])),
+    },
+  };
+}

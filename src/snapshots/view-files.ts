@@ -1,0 +1,27 @@
+// The Parquet file of each view: one row per view row, every field precomputed, hidden `_org` and `_id`
+// columns, and a `<column>__vk` order key beside each version field. Sorted by organization so that a
+// query reads only its organization's row groups.
+import { VIEW_DECLS } from '../catalog/views.js';
+import { catalogFor, versionKeyColumn } from '../catalog/catalog.js';
+import { sqlLiteral } from './staging.js';
+
+export const ROW_GROUP_SIZE = 16384;
+
+export function viewFileStatements(outDir: string): { view: string; file: string; sql: string }[] {
+  const catalog = catalogFor('terraform');
+  return VIEW_DECLS.map((decl) => {
+    const view = catalog.view(decl.name)!;
+    const columns = decl.fields.map((f) => `${f.build} AS "${f.name.replace('{engine}', 'engine')}"`);
+    const versionFields = view.fields.filter((f) => f.version);
+    const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
+    const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
+    const file = `${outDir}/${view.file}`;
+    const sql = `COPY (
+      SELECT t.*${keys.map((k) => `, ${k}`).join('')}
+      FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
+      ${joins.join('\n      ')}
+      ORDER BY t._org, t._id
+    ) TO ${sqlLiteral(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
+    return { view: decl.name, file: view.file, sql };
+  });
+}

@@ -1,0 +1,144 @@
+// One DuckDB instance per worker thread; one connection per task, closed when the task ends.
+// A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
+// message from the main thread): terminating a worker mid-query takes the whole process down.
+import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { BroadcastChannel, workerData } from 'node:worker_threads';
+import type {
+  ControlMessage, ExportResult, ExportTask, FailureCode, PageResult, PageTask, Statement, Task, WorkerConfig,
+} from './protocol.js';
+
+const config = workerData as WorkerConfig;
+let instance: Promise<DuckDBInstance> | undefined;
+
+function database(): Promise<DuckDBInstance> {
+  instance ??= (async () => {
+    const db = await DuckDBInstance.create(':memory:', {
+      threads: String(config.threads),
+      memory_limit: config.memoryLimit,
+      temp_directory: config.tempDirectory,
+      autoinstall_known_extensions: 'false',
+    });
+    const setup = await db.connect();
+    try {
+      // Snapshots are immutable, so caching Parquet footers across queries is always right.
+      await setup.run('SET GLOBAL parquet_metadata_cache = true');
+    } finally {
+      setup.closeSync();
+    }
+    return db;
+  })();
+  instance.catch(() => { instance = undefined; }); // a failed start is retried by the next task
+  return instance;
+}
+
+interface Running {
+  connection: DuckDBConnection;
+  reason?: Exclude<FailureCode, 'error'>;
+  repeat?: NodeJS.Timeout;
+}
+const running = new Map<string, Running>();
+/** Cancels that arrived before their task started (it may still be queued). */
+const early = new Map<string, { reason: Exclude<FailureCode, 'error'>; at: number }>();
+
+function stop(task: Running, reason: Exclude<FailureCode, 'error'>): void {
+  task.reason ??= reason;
+  task.connection.interrupt();
+  // interrupt() only reaches a statement that is running; repeat it so that one about to start is caught too.
+  task.repeat ??= setInterval(() => task.connection.interrupt(), 50);
+}
+
+const channel = new BroadcastChannel(config.channel);
+channel.onmessage = (event) => {
+  const message = (event as { data: ControlMessage }).data;
+  if (message.type === 'cancel-all') {
+    for (const task of running.values()) stop(task, 'cancelled');
+    return;
+  }
+  const task = running.get(message.id);
+  if (task) stop(task, message.reason);
+  else {
+    early.set(message.id, { reason: message.reason, at: Date.now() });
+    for (const [id, e] of early) if (Date.now() - e.at > 600_000) early.delete(id);
+  }
+};
+channel.unref();
+
+async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
+  const cancelled = early.get(task.id);
+  if (cancelled) {
+    early.delete(task.id);
+    return { ok: false, code: cancelled.reason, message: 'cancelled before it started' };
+  }
+  if (Date.now() >= task.deadline) return { ok: false, code: 'timeout', message: 'deadline passed while queued' };
+  const connection = await (await database()).connect();
+  const state: Running = { connection };
+  running.set(task.id, state);
+  const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
+  try {
+    return await body(connection, state);
+  } catch (e) {
+    if (state.reason) return { ok: false, code: state.reason, message: (e as Error).message };
+    return { ok: false, code: 'error', message: (e as Error).message };
+  } finally {
+    clearTimeout(timer);
+    if (state.repeat) clearInterval(state.repeat);
+    running.delete(task.id);
+    connection.closeSync();
+  }
+}
+
+function checkNotStopped(state: Running): void {
+  if (state.reason) throw new Error(`stopped: ${state.reason}`);
+}
+
+async function readAll(connection: DuckDBConnection, statement: Statement) {
+  return connection.runAndReadAll(statement.sql, statement.params as DuckDBValue[]);
+}
+
+function jsonValue(v: unknown): string {
+  switch (typeof v) {
+    case 'string': return JSON.stringify(v);
+    case 'bigint': return v.toString();
+    case 'boolean': return v ? 'true' : 'false';
+    case 'number': return Number.isFinite(v) ? String(v) : 'null';
+    default: return 'null';
+  }
+}
+
+async function page(task: PageTask): Promise<PageResult> {
+  return run(task, async (connection, state) => {
+    const counted = await readAll(connection, task.count);
+    const total = Number(counted.getRows()[0]![0] as bigint);
+    let json = '[';
+    let rows = 0;
+    if (task.offset < total) {
+      checkNotStopped(state);
+      const result = await readAll(connection, task.page);
+      // Serialized here, not in the main thread: structured-cloning row objects costs as much as the query.
+      const prefix = `,"type":${JSON.stringify(task.rowType)},"attributes":{`;
+      const keys = task.attributes.map((a, i) => `${i === 0 ? '' : ','}${JSON.stringify(a)}:`);
+      for (const row of result.getRows()) {
+        let out = `${rows === 0 ? '' : ','}{"id":${jsonValue(row[0])}${prefix}`;
+        for (let i = 0; i < keys.length; i++) out += keys[i] + jsonValue(row[i + 1]);
+        json += out + '}}';
+        rows++;
+      }
+    }
+    // One byte array crosses to the main thread (a memcpy), not row objects (a deep structured clone).
+    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']') };
+  });
+}
+
+async function exportCsv(task: ExportTask): Promise<ExportResult> {
+  return run(task, async (connection) => {
+    const target = `'${task.fifo.replace(/'/g, "''")}'`;
+    // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (decisions §6 wants it bare).
+    const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, FORCE_QUOTE *, USE_TMP_FILE false)`;
+    const result = await connection.run(copy, task.query.params as DuckDBValue[]);
+    return { ok: true as const, rows: Number(result.rowsChanged) };
+  });
+}
+
+export default async function handle(task: Task): Promise<PageResult | ExportResult> {
+  return task.kind === 'page' ? page(task) : exportCsv(task);
+}

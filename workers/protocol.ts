@@ -1,0 +1,57 @@
+// Messages between the main thread and the DuckDB workers. Kept free of imports so that both sides can
+// load it cheaply.
+
+export type SqlParam = string | number | boolean | bigint;
+
+export interface Statement {
+  sql: string;
+  params: SqlParam[];
+}
+
+export interface WorkerConfig {
+  /** BroadcastChannel used for cancel messages; unique per pool so that pools in one process stay apart. */
+  channel: string;
+  threads: number;
+  memoryLimit: string;
+  tempDirectory: string;
+}
+
+interface TaskBase {
+  /** Unique per task; cancel messages name it. */
+  id: string;
+  /** Epoch milliseconds at which the worker interrupts the query. */
+  deadline: number;
+}
+
+export interface PageTask extends TaskBase {
+  kind: 'page';
+  count: Statement;
+  page: Statement;
+  offset: number;
+  /** JSON:API row type and, per selected field, its JSON attribute name. */
+  rowType: string;
+  attributes: string[];
+}
+
+export interface ExportTask extends TaskBase {
+  kind: 'export';
+  query: Statement;
+  /** A FIFO whose read end the main thread has already opened. */
+  fifo: string;
+}
+
+export type Task = PageTask | ExportTask;
+
+export type FailureCode = 'timeout' | 'cancelled' | 'error';
+
+export type PageResult =
+  | { ok: true; total: number; rows: number; body: Uint8Array }
+  | { ok: false; code: FailureCode; message: string };
+
+export type ExportResult =
+  | { ok: true; rows: number }
+  | { ok: false; code: FailureCode; message: string };
+
+export type ControlMessage =
+  | { type: 'cancel'; id: string; reason: Exclude<FailureCode, 'error'> }
+  | { type: 'cancel-all' };
