@@ -1,0 +1,48 @@
+# The two commands a newcomer needs: `make run` and `make test`. Everything else is a step of those.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+DATA_DIR ?= ./data
+HOST ?= 127.0.0.1
+PORT ?= 8080
+SAMPLE_ORGANIZATIONS ?= 40
+SAMPLE_WORKSPACES ?= 20000
+export DATA_DIR HOST PORT
+
+EXPLORER := npm run -s explorer --
+
+.PHONY: install build run test sample load clean
+
+# npm ci only when the lock file changed since the last install.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.installed
+
+build: install
+	npm run -s build
+
+test: build
+	npx mocha
+
+sample: build
+	$(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES)
+
+load: build
+	@test -n "$(SOURCE)" || { echo "usage: make load SOURCE=<dir>"; exit 2; }
+	$(EXPLORER) load $(SOURCE)
+
+# Loads the sample when no snapshot exists, prints a fresh demo token and a curl line, then serves.
+run: build
+	@if [ ! -s "$(DATA_DIR)/snapshots/CURRENT" ]; then \
+	  echo "No snapshot yet: generating and loading the sample ($(SAMPLE_WORKSPACES) workspaces)…"; \
+	  $(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES); \
+	  $(EXPLORER) load $(DATA_DIR)/sample-source; \
+	fi
+	@token=$$($(EXPLORER) token create --organization acme-corp --description "make run" 2>/dev/null | tail -n 1); \
+	echo; echo "Token for organization acme-corp: $$token"; echo "Try:"; \
+	echo "  curl -s -H 'Authorization: Bearer $$token' 'http://$(HOST):$(PORT)/api/v2/organizations/acme-corp/explorer?type=providers&page%5Bsize%5D=5'"; echo
+	$(EXPLORER) serve
+
+clean:
+	rm -rf dist

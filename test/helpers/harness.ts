@@ -1,0 +1,103 @@
+// A real service for tests: a temporary DATA_DIR, the small fixture loaded as a snapshot, tokens of every
+// kind, and the HTTP server listening on a loopback port. Nothing is mocked.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueToken } from '../../src/access/tokens.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { silentLogger, type Logger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { loadSnapshot } from '../../src/snapshots/load.js';
+import { openStateStore } from '../../src/store/open-store.js';
+import { writeSmallSource, ORG, OTHER_ORG } from '../fixtures/small-source.js';
+
+export interface Tokens {
+  /** Organization token of acme-corp. */
+  org: string;
+  /** Organization token of globex (another organization). */
+  otherOrg: string;
+  /** acme-corp team `owners`, `readers` (read_workspaces) and `developers` (no access). */
+  owners: string;
+  readers: string;
+  developers: string;
+  /** alice is in acme-corp/readers; bob only in acme-corp/developers; carol in globex/owners. */
+  alice: string;
+  bob: string;
+  carol: string;
+}
+
+export interface Harness {
+  url: string;
+  dataDir: string;
+  config: Config;
+  tokens: Tokens;
+  running: RunningServer;
+  /** GET (or other method) with a bearer token; `path` is relative to the server root. */
+  request(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
+  /** Shorthand for the organization routes of acme-corp. */
+  explorer(query: string, token?: string): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  /** Write a different source instead of the small fixture. */
+  writeSource?: (dir: string) => void;
+  logger?: Logger;
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'explorer-test-'));
+  const source = join(dataDir, 'source');
+  (opts.writeSource ?? writeSmallSource)(source);
+  const config = loadConfig({
+    DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
+    DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000', ...opts.env,
+  });
+  await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
+  const store = await openStateStore(config);
+  const make = async (kind: 'organization' | 'team' | 'user', organization: string | null, team: string | null, user: string | null) =>
+    (await issueToken(store, { kind, organization, team, user })).token;
+  const tokens: Tokens = {
+    org: await make('organization', ORG, null, null),
+    otherOrg: await make('organization', OTHER_ORG, null, null),
+    owners: await make('team', ORG, 'owners', null),
+    readers: await make('team', ORG, 'readers', null),
+    developers: await make('team', ORG, 'developers', null),
+    alice: await make('user', null, null, 'alice'),
+    bob: await make('user', null, null, 'bob'),
+    carol: await make('user', null, null, 'carol'),
+  };
+  await store.close();
+  const running = await startServer(config, opts.logger ?? silentLogger);
+  const url = running.url;
+  const request = (path: string, init: RequestInit & { token?: string | null } = {}) => {
+    const { token = tokens.org, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (token !== null) headers.set('Authorization', `Bearer ${token}`);
+    return fetch(`${url}${path}`, { ...rest, headers });
+  };
+  return {
+    url, dataDir, config, tokens, running, request,
+    explorer: (query, token = tokens.org) => request(`/api/v2/organizations/${ORG}/explorer${query}`, { token }),
+    async close() {
+      await running.shutdown();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Builds a query string the way real clients do: keys sorted, brackets, commas and colons percent-encoded, + for spaces. */
+export function clientQuery(params: Record<string, string>): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return '?' + Object.keys(params).sort().map((k) => `${enc(k)}=${enc(params[k]!)}`).join('&');
+}
+
+export async function json(res: Response): Promise<any> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`not JSON (status ${res.status}): ${text.slice(0, 300)}`);
+  }
+}
