@@ -56,3 +56,9 @@ export function catalogFor(engine = 'terraform'): Catalog {
 
 /** Name of the Parquet column holding the version order key of a version field. */
 export const versionKeyColumn = (column: string) => `${column}__vk`;
+
+/**
+ * Name of the Parquet column holding a string field folded for case-insensitive tests and ordering
+ * (decisions §4: ASCII A–Z to a–z only). Precomputed at load: translate() costs microseconds per row.
+ */
+export const foldedColumn = (column: string) => `${column}__f`;

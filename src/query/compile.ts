@@ -1,6 +1,6 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { versionKeyColumn } from '../catalog/catalog.js';
+import { foldedColumn, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field } from '../catalog/types.js';
 import type { BoundValue, Condition, Query, SortKey } from './query.js';
@@ -28,9 +28,8 @@ const ident = (name: string) => {
   return `"${name}"`;
 };
 const col = (f: Field) => ident(f.column);
-const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-/** decisions §4: case-insensitive means ASCII A–Z fold to a–z and nothing else (lower() folds all of Unicode). */
-const fold = (expr: string) => `translate(${expr}, '${UPPER}', '${UPPER.toLowerCase()}')`;
+/** decisions §4: case-insensitive means ASCII A–Z fold to a–z only; the loader stores that form beside each string. */
+const folded = (f: Field) => ident(foldedColumn(f.column));
 
 function condition(c: Condition, params: SqlValue[]): string {
   const c0 = col(c.field);
@@ -45,8 +44,8 @@ function condition(c: Condition, params: SqlValue[]): string {
     case 'is_not_empty': return `NOT ${emptyTest}`;
     case 'is': return any((p) => `${c0} = ${p}`);
     case 'is_not': return `(${c0} IS NULL OR NOT ${any((p) => `${c0} = ${p}`)})`;
-    case 'contains': return any((p) => `contains(${fold(c0)}, ${p})`);
-    case 'does not contain': return `(${c0} IS NULL OR NOT ${any((p) => `contains(${fold(c0)}, ${p})`)})`;
+    case 'contains': return any((p) => `contains(${folded(c.field)}, ${p})`);
+    case 'does not contain': return `(${c0} IS NULL OR NOT ${any((p) => `contains(${folded(c.field)}, ${p})`)})`;
     case 'gt': return any((p) => `${c0} > ${p}`);
     case 'lt': return any((p) => `${c0} < ${p}`);
     case 'gteq': return any((p) => `${c0} >= ${p}`);
@@ -68,11 +67,11 @@ function orderTerms({ field, descending }: SortKey): string[] {
     return [
       `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END) ASC`,
       `${vk} ${dir} NULLS LAST`,
-      `(CASE WHEN ${vk} IS NULL THEN ${fold(c0)} END) ${dir} NULLS LAST`,
+      `(CASE WHEN ${vk} IS NULL THEN ${folded(field)} END) ${dir} NULLS LAST`,
       `${c0} ${dir} NULLS LAST`,
     ];
   }
-  if (field.type === 'string') return [`${fold(c0)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
+  if (field.type === 'string') return [`${folded(field)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
   return [`${c0} ${dir} NULLS LAST`];
 }
 

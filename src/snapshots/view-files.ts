@@ -1,8 +1,9 @@
 // The Parquet file of each view: one row per view row, every field precomputed, hidden `_org` and `_id`
-// columns, and a `<column>__vk` order key beside each version field. Sorted by organization so that a
+// columns, a `<column>__f` ASCII-folded copy beside each string field and a `<column>__vk` order key
+// beside each version field. Sorted by organization so that a
 // query reads only its organization's row groups.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, versionKeyColumn } from '../catalog/catalog.js';
+import { catalogFor, foldedColumn, versionKeyColumn } from '../catalog/catalog.js';
 import { sqlLiteral } from './staging.js';
 
 export const ROW_GROUP_SIZE = 16384;
@@ -15,9 +16,12 @@ export function viewFileStatements(outDir: string): { view: string; file: string
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
+    const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+    const folds = view.fields.filter((f) => f.type === 'string')
+      .map((f) => `translate(t."${f.column}", '${UPPER}', '${UPPER.toLowerCase()}') AS "${foldedColumn(f.column)}"`);
     const file = `${outDir}/${view.file}`;
     const sql = `COPY (
-      SELECT t.*${keys.map((k) => `, ${k}`).join('')}
+      SELECT t.*${[...keys, ...folds].map((k) => `, ${k}`).join('')}
       FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
       ${joins.join('\n      ')}
       ORDER BY t._org, t._id

@@ -42,14 +42,14 @@ export interface Harness {
 export interface HarnessOptions {
   env?: Record<string, string>;
   /** Write a different source instead of the small fixture. */
-  writeSource?: (dir: string) => void;
+  writeSource?: (dir: string) => unknown;
   logger?: Logger;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'explorer-test-'));
   const source = join(dataDir, 'source');
-  (opts.writeSource ?? writeSmallSource)(source);
+  await (opts.writeSource ?? writeSmallSource)(source);
   const config = loadConfig({
     DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
     DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000', ...opts.env,

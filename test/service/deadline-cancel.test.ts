@@ -1,0 +1,160 @@
+// decisions §10: deadlines interrupt DuckDB for real, disconnects cancel, and an export that is cut off
+// never ends like a complete file. Workers must be free for the next query afterwards.
+import { expect } from 'chai';
+import { get, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueryPool } from '../../src/pool/query-pool.js';
+import { writeSample } from '../../src/snapshots/sample.js';
+import type { PageResult } from '../../workers/protocol.js';
+import { startHarness, json, type Harness } from '../helpers/harness.js';
+
+// Billions of hashes: minutes of work for one DuckDB thread, so only an interrupt can end it in time.
+const SLOW = { sql: 'SELECT sum(hash(range))::BIGINT FROM range(50000000000)', params: [] };
+const QUICK = { sql: 'SELECT 42::BIGINT', params: [] };
+const page = (count: typeof SLOW, deadline: number) => ({
+  count, page: QUICK, offset: 1_000_000, rowType: 't', attributes: [], deadline,
+});
+
+/** Fraction of one core this process used over `ms`. */
+async function cpuOver(ms: number): Promise<number> {
+  const before = process.cpuUsage();
+  await new Promise((r) => setTimeout(r, ms));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / ms;
+}
+
+describe('deadlines and cancellation in the worker pool', function () {
+  this.timeout(30_000);
+  let pool: QueryPool;
+  before(() => {
+    // One worker running one task at a time: the follow-up query proves that very worker is free again.
+    pool = new QueryPool({ workers: 1, concurrencyPerWorker: 1, threads: 1, memoryLimit: '256MB', tempDirectory: join(tmpdir(), 'explorer-pool-test'), maxQueue: 8 });
+  });
+  after(async () => { await pool.close(); });
+
+  it('interrupts a query at its deadline, stops burning CPU, and runs the next query on the same worker', async () => {
+    const started = Date.now();
+    const result = await pool.runPage(pool.newTaskId(), page(SLOW, Date.now() + 300));
+    const took = Date.now() - started;
+    expect(result).to.include({ ok: false, code: 'timeout' });
+    expect(took).to.be.below(5000);
+    expect(await cpuOver(500)).to.be.below(0.3);
+    const next = await pool.runPage(pool.newTaskId(), { ...page(QUICK, Date.now() + 5000), offset: 0 });
+    expect(next).to.include({ ok: true, total: 42 });
+  });
+
+  it('cancels a running query on request', async () => {
+    const id = pool.newTaskId();
+    const running = pool.runPage(id, page(SLOW, Date.now() + 60_000));
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    pool.cancel(id, 'cancelled');
+    const result = await running;
+    expect(result).to.include({ ok: false, code: 'cancelled' });
+    expect(Date.now() - started).to.be.below(5000);
+    expect(await pool.runPage(pool.newTaskId(), { ...page(QUICK, Date.now() + 5000), offset: 0 })).to.include({ ok: true });
+  });
+
+  it('never starts a queued query that was cancelled', async () => {
+    const first = pool.newTaskId();
+    const second = pool.newTaskId();
+    const a = pool.runPage(first, page(SLOW, Date.now() + 60_000));
+    const b = pool.runPage(second, page(SLOW, Date.now() + 60_000));
+    await new Promise((r) => setTimeout(r, 100));
+    pool.cancel(second, 'cancelled');
+    pool.cancel(first, 'cancelled');
+    const [ra, rb] = (await Promise.all([a, b])) as [PageResult, PageResult];
+    expect(ra).to.include({ ok: false, code: 'cancelled' });
+    expect(rb).to.deep.include({ ok: false, code: 'cancelled', message: 'cancelled before it started' });
+  });
+});
+
+describe('deadlines over HTTP', () => {
+  let h: Harness;
+  before(async () => { h = await startHarness({ env: { QUERY_TIMEOUT_MS: '1' } }); });
+  after(async () => { await h.close(); });
+
+  for (const route of ['explorer', 'explorer/export/csv']) {
+    it(`answers 504 with advice when the ${route} query misses its deadline`, async () => {
+      const res = await h.request(`/api/v2/organizations/acme-corp/${route}?type=workspaces`);
+      expect(res.status).to.equal(504);
+      const body = await json(res);
+      expect(body.errors[0].status).to.equal('504');
+      expect(body.errors[0].detail).to.match(/simpler query with fewer filters/);
+    });
+  }
+});
+
+describe('exports cut off mid-stream', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  const lines: Record<string, unknown>[] = [];
+  before(async () => {
+    h = await startHarness({
+      env: { QUERY_TIMEOUT_MS: '4000' },
+      // Large enough that the CSV (~15 MB) cannot fit in the pipe and socket buffers of a stalled client.
+      writeSource: (dir) => writeSample(dir, { organizations: 2, workspaces: 24000, seed: 3 }),
+      logger: { log: (level, msg, fields) => { lines.push({ level, msg, ...fields }); } },
+    });
+  });
+  after(async () => { await h.close(); });
+
+  const exportUrl = () => `${h.url}/api/v2/organizations/acme-corp/explorer/export/csv?type=workspaces`;
+  const open = () => new Promise<IncomingMessage>((resolve, reject) => {
+    get(exportUrl(), { headers: { Authorization: `Bearer ${h.tokens.org}` } }, resolve).on('error', reject);
+  });
+
+  it('aborts a stalled client at the deadline so that the transfer is visibly broken, and frees the worker', async () => {
+    const res = await open();
+    expect(res.statusCode).to.equal(200);
+    res.pause(); // a client that stops reading
+    const ended = new Promise<string>((resolve) => {
+      res.on('end', () => resolve('end'));
+      res.on('aborted', () => resolve('aborted'));
+      res.on('error', () => resolve('error'));
+      res.on('close', () => resolve(res.complete ? 'end' : 'aborted'));
+    });
+    await new Promise((r) => setTimeout(r, 5000));
+    res.resume();
+    expect(await ended).to.not.equal('end');
+    expect(res.complete).to.equal(false);
+    const log = await waitForLog(lines, (l) => l.msg === 'request' && l.outcome === 'aborted: timeout');
+    expect(log.status, JSON.stringify(lines.filter((l) => l.msg !== "snapshot switched"))).to.equal(200);
+    const after = await h.explorer('?type=workspaces&page%5Bsize%5D=1');
+    expect(after.status).to.equal(200);
+  });
+
+  it('cancels the export when the client disconnects, and frees the worker', async () => {
+    const res = await open();
+    await new Promise<void>((resolve) => res.once('data', () => resolve()));
+    res.destroy();
+    await waitForLog(lines, (l) => l.msg === 'request' && l.outcome === 'aborted: cancelled');
+    const after = await h.explorer('?type=providers&page%5Bsize%5D=1');
+    expect(after.status).to.equal(200);
+  });
+
+  it('streams a complete export to a client that keeps reading', async () => {
+    const res = await open();
+    let bytes = 0;
+    let lastByte = -1;
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) { bytes += chunk.length; lastByte = chunk[chunk.length - 1]!; }
+    } catch (e) {
+      throw new Error(`${(e as Error).message} after ${bytes} bytes; server log: ${JSON.stringify(lines.slice(-3))}`);
+    }
+    expect(res.complete).to.equal(true);
+    expect(bytes).to.be.above(1_000_000);
+    expect(lastByte).to.equal(0x0a);
+  });
+});
+
+async function waitForLog(lines: Record<string, unknown>[], match: (l: Record<string, unknown>) => boolean, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const found = lines.find(match);
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no such log line; saw ${JSON.stringify(lines.slice(-5))}`);
+}
