@@ -112,12 +112,16 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
     projects(r) {
       const id = str(r, 'id', true, PROJECT_ID, 'a project id (prj-<1–64 letters or digits>)')!;
       const org = knownOrg(r);
-      name(r, 'name');
       if (projectOrg.has(id)) fail(`project ${id} is defined twice`);
+      // Registered even if the rest is invalid, so that references to it report no second, false problem.
       projectOrg.set(id, org);
+      name(r, 'name');
     },
     workspaces(r) {
       const id = str(r, 'id', true, WORKSPACE_ID, 'a workspace id (ws-<1–64 letters or digits>)')!;
+      if (workspaceIds.has(id)) fail(`workspace ${id} is defined twice`);
+      // Registered even if the rest is invalid, so that its providers and modules report no false problem.
+      workspaceIds.add(id);
       const org = knownOrg(r);
       const project = str(r, 'project_id', true)!;
       if (projectOrg.get(project) !== org) fail(`project_id ${project} is not a project of organization ${org}`);
@@ -140,10 +144,8 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
         bool(drift, 'drifted', 'drift.');
         for (const k of ['resources_drifted', 'resources_undrifted']) count(drift, k, 'drift');
       }
-      if (workspaceIds.has(id)) fail(`workspace ${id} is defined twice`);
       const key = `${org}\n${n}`;
       if (workspaceNames.has(key)) fail(`organization ${org} already has a workspace named ${JSON.stringify(n)}`);
-      workspaceIds.add(id);
       workspaceNames.add(key);
     },
     workspace_providers: (r) => usage(r, true),
