@@ -56,12 +56,14 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
     const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
     r.res.once('close', onClientGone);
+    const offClose = r.pool.onClose(() => stop('cancelled', 'the server is shutting down'));
 
     const finish = (end: ExportEnd) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       r.res.off('close', onClientGone);
+      offClose();
       resolve(end);
     };
 

@@ -31,6 +31,7 @@ export class QueryPool {
   private readonly piscina: Piscina;
   private readonly channel: BroadcastChannel;
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly closing = new Set<() => void>();
   private closed = false;
 
   constructor(opts: PoolOptions) {
@@ -84,10 +85,20 @@ export class QueryPool {
     this.channel.postMessage(message);
   }
 
+  /**
+   * Calls `listener` when the pool starts closing; returns the function that unregisters it. Exports use it:
+   * a COPY blocked on a stalled client is freed only by draining its FIFO, which an interrupt cannot do.
+   */
+  onClose(listener: () => void): () => void {
+    this.closing.add(listener);
+    return () => this.closing.delete(listener);
+  }
+
   /** Interrupts every running task, waits for all to settle, then stops the workers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const listener of [...this.closing]) listener();
     const message: ControlMessage = { type: 'cancel-all' };
     this.channel.postMessage(message);
     await Promise.allSettled([...this.inFlight]);

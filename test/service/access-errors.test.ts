@@ -4,6 +4,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { openStateStore } from '../../src/store/open-store.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const NOT_FOUND = {
   errors: [{ status: '404', title: 'not found', detail: 'The organization or resource does not exist, or you are not authorized to access it.' }],
@@ -146,7 +147,6 @@ describe('access and errors (decisions §7, §9)', () => {
     const id = await fs.readFile(current, 'utf8');
     await fs.rename(current, `${current}.away`);
     try {
-      await h.running.server; // the registry polls every 100 ms in tests
       await waitFor(async () => (await h.explorer('?type=workspaces')).status === 503);
       const res = await h.explorer('?type=workspaces');
       const body = await json(res);
@@ -162,12 +162,3 @@ describe('access and errors (decisions §7, §9)', () => {
     await waitFor(async () => (await h.explorer('?type=workspaces')).status === 200);
   });
 });
-
-export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('condition not reached in time');
-}

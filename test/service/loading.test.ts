@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
-import { waitFor } from './access-errors.test.js';
+import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
