@@ -33,7 +33,8 @@ const folded = (f: Field) => ident(foldedColumn(f.column));
 
 function condition(c: Condition, params: SqlValue[]): string {
   const c0 = col(c.field);
-  const bind = (v: SqlValue) => (params.push(v), c.field.type === 'datetime' ? 'CAST(? AS TIMESTAMP)' : '?');
+  const cast = c.field.type === 'datetime' ? 'CAST(? AS TIMESTAMP)' : c.field.type === 'number' ? 'CAST(? AS DOUBLE)' : '?';
+  const bind = (v: SqlValue) => (params.push(v), cast);
   const any = (test: (placeholder: string) => string) => {
     const parts = c.values.map((v) => test(bind(v)));
     return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;

@@ -1,7 +1,7 @@
 import type { Operator } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
 
-/** A typed comparison value, ready to bind. Datetimes are UTC `YYYY-MM-DD HH:MM:SS.mmm`. */
+/** A typed comparison value, ready to bind. Datetimes are UTC `YYYY-MM-DD HH:MM:SS.mmm`; numbers their validated text. */
 export type BoundValue = string | number | boolean;
 
 /** One condition: values of the same (index, field, operator) mean any-of, or none-of for negative operators. */

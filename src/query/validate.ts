@@ -83,7 +83,8 @@ function bindValue(field: Field, operator: Operator, value: string): BoundValue 
   if (ignoresValue(operator)) return null;
   switch (field.type) {
     case 'boolean': return value.toLowerCase() === 'true';
-    case 'number': return Number(value);
+    // Bound as text and cast to DOUBLE in SQL: a JS number past 2^63 would be bound as an out-of-range BIGINT.
+    case 'number': return value;
     case 'datetime': return parseDatetime(value);
     case 'string': return operator === 'contains' || operator === 'does not contain' ? asciiFold(value) : value;
   }

@@ -5,16 +5,10 @@ import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { compileQuery, type CompiledQuery, type SqlValue } from '../../src/query/compile.js';
-import * as catalogModule from '../../src/catalog/catalog.js';
+import { catalogFor, foldedColumn, versionKeyColumn } from '../../src/catalog/catalog.js';
 import { versionKey } from '../../src/catalog/version-order.js';
 import type { Query } from '../../src/query/query.js';
 
-const { catalogFor, versionKeyColumn } = catalogModule;
-/**
- * The loader may store an ASCII-folded copy beside each string field (`<column>__f`); the test table
- * mirrors that layout when the catalog declares it, so the test follows the Parquet shape either way.
- */
-const foldedColumn = (catalogModule as Record<string, unknown>)['foldedColumn'] as ((column: string) => string) | undefined;
 const asciiFold = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
 
 const RELATION = 'ws_rel';
@@ -74,9 +68,11 @@ describe('compileQuery: SQL text', () => {
 
   it('puts the organization first, then values in condition order, then LIMIT and OFFSET as bigints', () => {
     const c = compile(`type=workspaces&${filter(0, 'workspace_name', 'is', 'a')}&${filter(0, 'workspace_name', 'is', 'b', 1)}&${filter(1, 'checks_failed', 'gt', '3')}&${filter(2, 'drifted', 'is', 'TRUE')}&page[number]=3&page[size]=25`, 'org-1');
-    expect(c.count.params).to.deep.equal(['org-1', 'a', 'b', 3, true]);
-    expect(c.export.params).to.deep.equal(['org-1', 'a', 'b', 3, true]);
-    expect(c.page.params).to.deep.equal(['org-1', 'a', 'b', 3, true, 25n, 50n]);
+    // Numbers travel as their validated text and are cast to DOUBLE in SQL (values past 2^63 stay bindable).
+    expect(c.count.params).to.deep.equal(['org-1', 'a', 'b', '3', true]);
+    expect(c.export.params).to.deep.equal(['org-1', 'a', 'b', '3', true]);
+    expect(c.page.params).to.deep.equal(['org-1', 'a', 'b', '3', true, 25n, 50n]);
+    expect(c.count.sql).to.contain('"checks_failed" > CAST(? AS DOUBLE)');
     expect(c.page.sql).to.match(/\nLIMIT \? OFFSET \?$/);
     expect(c.count.sql).not.to.contain('LIMIT');
     expect(c.export.sql).not.to.contain('LIMIT');
@@ -157,8 +153,7 @@ describe('compileQuery: SQL text', () => {
     expect(st).to.contain('"state_version_engine_version__vk" ASC');
     const name = compile('type=workspaces&sort=workspace_name').page.sql;
     expect(name).not.to.contain('__vk');
-    const foldTerm = foldedColumn ? `"${foldedColumn('workspace_name')}"` : `translate("workspace_name", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
-    expect(name).to.contain(`\nORDER BY ${foldTerm} ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC\n`);
+    expect(name).to.contain(`\nORDER BY "workspace_name__f" ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC\n`);
   });
 
   it('projects JSON values with datetimes through strftime, after "_id", in the requested order', () => {
@@ -224,7 +219,7 @@ describe('compileQuery on DuckDB', function () {
     for (const f of workspaces.fields) {
       columns.push([f.column, SQL_TYPE[f.type]]);
       if (f.version) columns.push([versionKeyColumn(f.column), 'VARCHAR']);
-      if (foldedColumn && f.type === 'string') columns.push([foldedColumn(f.column), 'VARCHAR']);
+      if (f.type === 'string') columns.push([foldedColumn(f.column), 'VARCHAR']);
     }
     const names = columns.map(([c]) => c);
     expect(names).to.include.members(['workspace_engine_version__vk', 'state_version_engine_version__vk']);
@@ -236,7 +231,7 @@ describe('compileQuery on DuckDB', function () {
           const v = row[base.column];
           return typeof v === 'string' ? versionKey(v) : null;
         }
-        const folds = foldedColumn && workspaces.fields.find((f) => f.type === 'string' && foldedColumn(f.column) === c);
+        const folds = workspaces.fields.find((f) => f.type === 'string' && foldedColumn(f.column) === c);
         if (folds) {
           const v = row[folds.column];
           return typeof v === 'string' ? asciiFold(v) : null;
@@ -312,6 +307,15 @@ describe('compileQuery on DuckDB', function () {
     expect(await idSet(ws(filter(0, 'checks_failed', 'gteq', '2.5')))).to.deep.equal(['ws-04', 'ws-08']);
     expect(await idSet(ws(filter(0, 'checks_failed', 'lteq', '-1')))).to.deep.equal([]);
     expect(await idSet(ws(filter(0, 'checks_failed', 'gt', '0'), filter(1, 'checks_failed', 'lt', '5')))).to.deep.equal(['ws-02', 'ws-05', 'ws-08']);
+  });
+
+  it('runs number values beyond the int64 range that decisions §4 accepts (^-?\\d+(\\.\\d+)?$), never failing in DuckDB', async () => {
+    // decisions §7: bad input never yields a 500; these values are valid, so they must simply compare.
+    const big = '99999999999999999999';
+    expect(await idSet(ws(filter(0, 'checks_failed', 'is', big)))).to.deep.equal([]);
+    expect(await idSet(ws(filter(0, 'checks_failed', 'lt', big)))).to.deep.equal(['ws-01', 'ws-02', 'ws-04', 'ws-05', 'ws-06', 'ws-07', 'ws-08']);
+    expect(await idSet(ws(filter(0, 'checks_failed', 'gt', `-${big}`)))).to.deep.equal(['ws-01', 'ws-02', 'ws-04', 'ws-05', 'ws-06', 'ws-07', 'ws-08']);
+    expect(await idSet(ws(filter(0, 'checks_failed', 'gteq', '1' + '0'.repeat(400))))).to.deep.equal([]);
   });
 
   it('is_before / is_after are strict, honour offsets and milliseconds, and never match null', async () => {

@@ -148,8 +148,8 @@ describe('parseQueryParameters', () => {
         { field: 'all_checks_succeeded', operator: 'is', values: [false] },
       ]);
       expect(conditions(`${WS}&filter[0][checks_failed][gteq][0]=-1.50&filter[1][checks_passed][lt][0]=007`)).to.deep.equal([
-        { field: 'checks_failed', operator: 'gteq', values: [-1.5] },
-        { field: 'checks_passed', operator: 'lt', values: [7] },
+        { field: 'checks_failed', operator: 'gteq', values: ['-1.50'] },
+        { field: 'checks_passed', operator: 'lt', values: ['007'] },
       ]);
       expect(conditions(`${WS}&filter[0][workspace_created_at][is_after][0]=2024-01-01T02:00%2B02:00`)).to.deep.equal([
         { field: 'workspace_created_at', operator: 'is_after', values: ['2024-01-01 00:00:00.000'] },
@@ -364,6 +364,11 @@ describe('parseQueryParameters', () => {
       expect(names.slice(-5)).to.deep.equal(['vcs_repo_identifier', 'workspace_aaa_version', 'workspace_created_at', 'workspace_name', 'workspace_updated_at']);
       expect(fieldNames(WS, 'zzz').slice(-4)).to.deep.equal(['workspace_created_at', 'workspace_name', 'workspace_updated_at', 'workspace_zzz_version']);
       expect(fieldNames(WS, 'terraform').slice(-4)).to.deep.equal(['workspace_created_at', 'workspace_name', 'workspace_terraform_version', 'workspace_updated_at']);
+    });
+
+    it('refuses an engine name outside ^[a-z][a-z0-9]*$', () => {
+      for (const e of ['OpenTofu', 'open-tofu', '1tofu', '', 'tofu_x']) expect(() => catalogFor(e), e).to.throw(Error);
+      expect(catalogFor('tofu2').view('workspaces')!.field('workspace_tofu2_version')?.column).to.equal('workspace_engine_version');
     });
 
     it('never renames the tf_versions view', () => {
