@@ -135,3 +135,12 @@ describe('schemas/generated', () => {
     expect(rendered.get('query-workspaces.schema.json')).to.contain('"workspace_terraform_version"');
   });
 });
+
+describe('docs/views.md', () => {
+  it('is the rendering of the catalog (run `npm run build` after changing a view)', async () => {
+    const { renderViewDocs } = await import('../../src/catalog/render-docs.js');
+    const { readFileSync } = await import('node:fs');
+    const committed = readFileSync(new URL('../../../docs/views.md', import.meta.url), 'utf8');
+    expect(committed).to.equal(renderViewDocs());
+  });
+});
