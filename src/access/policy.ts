@@ -1,10 +1,11 @@
 // decisions §9: who may use the explorer of which organization. Teams and memberships come from the
 // current snapshot, so a permission change arrives with the next snapshot.
-import type { AccessData } from '../snapshots/source-validator.js';
+import type { Snapshot } from '../snapshots/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
 
-export function mayExplore(token: TokenRecord, organization: string, access: AccessData): boolean {
-  if (!access.organizations.includes(organization)) return false;
+export function mayExplore(token: TokenRecord, organization: string, snapshot: Pick<Snapshot, 'organizations' | 'access'>): boolean {
+  if (!snapshot.organizations.has(organization)) return false;
+  const access = snapshot.access;
   switch (token.kind) {
     case 'organization':
       return token.organization === organization;

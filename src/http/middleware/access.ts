@@ -22,7 +22,7 @@ export const authorizeOrganization = (snapshots: SnapshotRegistry): Middleware<R
   const lease = snapshots.acquire();
   if (!lease) throw noSnapshot();
   ctx.state.lease = lease; // released by the request log when the response is done
-  if (!mayExplore(ctx.state.token!, organization, lease.snapshot.access)) throw notFound();
+  if (!mayExplore(ctx.state.token!, organization, lease.snapshot)) throw notFound();
   ctx.state.organization = organization;
   ctx.set('X-Explorer-Snapshot', lease.snapshot.id);
   await next();
