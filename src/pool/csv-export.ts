@@ -118,7 +118,12 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
         } else stop('error', e.message);
       },
     ).finally(async () => {
-      // Only now is it safe to close the read end and remove the FIFO (see the note at the top).
+      // Only now is it safe to close the read end and remove the FIFO (see the note at the top). After a
+      // successful COPY the writer has closed, but the reader may not have consumed its end of file yet:
+      // wait for it, or the response would never end.
+      if (!eof && !stopped && !reader.destroyed) {
+        await new Promise<void>((done) => { reader.once('end', done); reader.once('close', done); reader.once('error', () => done()); });
+      }
       reader.destroy();
       await fs.unlink(fifo).catch(() => {});
     });

@@ -33,6 +33,7 @@ export class QueryPool {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closing = new Set<() => void>();
   private closed = false;
+  private channelClosed = false;
 
   constructor(opts: PoolOptions) {
     mkdirSync(opts.tempDirectory, { recursive: true });
@@ -81,6 +82,8 @@ export class QueryPool {
 
   /** Interrupts the task wherever it is: queued (it will not start) or running (DuckDB stops). */
   cancel(id: string, reason: 'timeout' | 'cancelled'): void {
+    // After close every task has settled: there is nothing left to cancel (and the channel is closed).
+    if (this.channelClosed) return;
     const message: ControlMessage = { type: 'cancel', id, reason };
     this.channel.postMessage(message);
   }
@@ -102,6 +105,7 @@ export class QueryPool {
     const message: ControlMessage = { type: 'cancel-all' };
     this.channel.postMessage(message);
     await Promise.allSettled([...this.inFlight]);
+    this.channelClosed = true;
     this.channel.close();
     await this.piscina.destroy();
   }

@@ -1,0 +1,392 @@
+// CSV export through the real HTTP endpoint GET /organizations/:org/explorer/export/csv (explorer-api §4.1;
+// decisions §5, §6): exact bytes, quoting, nulls, booleans, datetimes without fraction, header order,
+// filters and sort applied, paging ignored, headers, and agreement with the JSON rows.
+//
+// acme-corp's workspaces in the default order (workspace_name: fold A–Z only, then code points):
+// ws-aaa3 `Café "core", net`, ws-aaa5 network-core, ws-aaa1 payments-api, ws-aaa2 Payments-worker, ws-aaa4 ÉTL-job.
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueToken } from '../../src/access/tokens.js';
+import { openStateStore } from '../../src/store/open-store.js';
+import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
+import * as fx from '../fixtures/small-source.js';
+
+// ---------------------------------------------------------------------------------------------------------
+// Fixture model: rows derived from the fixture arrays by decisions §3 (nothing here comes from the server).
+type Src = Record<string, any>;
+type Value = string | number | boolean | null;
+type Model = Record<string, Value>;
+
+function cmpCodePoints(a: string, b: string): number {
+  const A = Array.from(a);
+  const B = Array.from(b);
+  for (let i = 0; i < Math.min(A.length, B.length); i++) {
+    const d = A[i]!.codePointAt(0)! - B[i]!.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+  return A.length - B.length;
+}
+const opt = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+const distinctSorted = (items: unknown[]) => [...new Set(items.map(opt).filter((x): x is string => x !== null))].sort(cmpCodePoints);
+const joinList = (items: unknown[]) => { const l = distinctSorted(items); return l.length ? l.join(', ') : null; };
+/** Source timestamp → JSON form: UTC, digits past milliseconds truncated, `+00:00`. */
+function jsonTime(v: unknown): string | null {
+  if (typeof v !== 'string' || v === '') return null;
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/.exec(v);
+  if (!m) throw new Error(`unexpected fixture timestamp ${v}`);
+  return new Date(`${m[1]}.${(m[2] ?? '').padEnd(3, '0').slice(0, 3)}${m[3]}`).toISOString().replace(/Z$/, '+00:00');
+}
+function sourceFile(name: string): Src[] {
+  const dir = mkdtempSync(join(tmpdir(), 'fixture-read-'));
+  try {
+    fx.writeSmallSource(dir);
+    return readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+const PROJECTS = sourceFile('projects.ndjson');
+const WS = fx.workspaces as Src[];
+const PROVIDERS = fx.providers as Src[];
+const MODULES = fx.modules as Src[];
+
+function workspaceModel(w: Src): Model {
+  const uses = (rows: Src[]) => distinctSorted(rows.filter((r) => r.workspace_id === w.id).map((r) => (opt(r.version) ? `${r.source}@${r.version}` : r.source)));
+  const providers = uses(PROVIDERS);
+  const modules = uses(MODULES);
+  const c = (k: string): number => w.checks?.[k] ?? 0;
+  return {
+    all_checks_succeeded: c('failed') === 0 && c('errored') === 0,
+    checks_errored: c('errored'),
+    checks_failed: c('failed'),
+    checks_passed: c('passed'),
+    checks_unknown: c('unknown'),
+    current_run_applied_at: jsonTime(w.current_run?.applied_at),
+    current_run_external_id: w.current_run?.id ?? null,
+    current_run_status: opt(w.current_run?.status),
+    drifted: w.drift?.drifted ?? null,
+    external_id: w.id,
+    module_count: modules.length,
+    modules: modules.length ? modules.join(', ') : null,
+    organization_name: w.organization,
+    project_external_id: w.project_id,
+    project_name: PROJECTS.find((p) => p.id === w.project_id)!.name,
+    provider_count: providers.length,
+    providers: providers.length ? providers.join(', ') : null,
+    resources_drifted: w.drift?.resources_drifted ?? null,
+    resources_undrifted: w.drift?.resources_undrifted ?? null,
+    state_version_terraform_version: opt(w.state_version_engine_version),
+    tags: joinList(w.tags ?? []),
+    vcs_repo_identifier: opt(w.vcs_repo_identifier),
+    workspace_created_at: jsonTime(w.created_at),
+    workspace_name: w.name,
+    workspace_terraform_version: opt(w.engine_version),
+    workspace_updated_at: jsonTime(w.updated_at),
+  };
+}
+
+type AggView = 'tf_versions' | 'providers' | 'modules';
+const PREFIX: Record<AggView, string> = { tf_versions: 'tfv', providers: 'prv', modules: 'mod' };
+const rowId = (prefix: string, org: string, view: string, keys: (string | null)[]) =>
+  `${prefix}-${createHash('sha256').update([org, view, ...keys.map((k) => k ?? '')].join('\n'), 'utf8').digest('hex').slice(0, 16)}`;
+
+function aggregateModel(view: AggView, org: string = fx.ORG): { id: string; attributes: Model }[] {
+  const orgWs = WS.filter((w) => w.organization === org);
+  const groups = new Map<string, { keys: (string | null)[]; ws: Src[] }>();
+  const add = (keys: (string | null)[], w: Src) => {
+    const k = JSON.stringify(keys);
+    const g = groups.get(k) ?? { keys, ws: [] };
+    if (!g.ws.includes(w)) g.ws.push(w);
+    groups.set(k, g);
+  };
+  if (view === 'tf_versions') {
+    for (const w of orgWs) if (opt(w.engine_version) !== null) add([opt(w.engine_version)], w);
+  } else {
+    for (const u of view === 'providers' ? PROVIDERS : MODULES) {
+      const w = orgWs.find((x) => x.id === u.workspace_id);
+      if (w) add([u.name, u.source, opt(u.version), opt(u.registry_type)], w);
+    }
+  }
+  return [...groups.values()].map((g) => {
+    const common = { workspace_count: g.ws.length, workspaces: joinList(g.ws.map((w) => w.name)) };
+    const attributes: Model = view === 'tf_versions'
+      ? { version: g.keys[0]!, ...common }
+      : { name: g.keys[0]!, registry_type: g.keys[3]!, source: g.keys[1]!, version: g.keys[2]!, ...common };
+    return { id: rowId(PREFIX[view], org, view, g.keys), attributes };
+  });
+}
+const kebab = (m: Model) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k.replace(/_/g, '-'), v]));
+
+const [a1, a2, a3, a4, a5] = ['ws-aaa1', 'ws-aaa2', 'ws-aaa3', 'ws-aaa4', 'ws-aaa5'];
+const DEFAULT_ORDER = [a3, a5, a1, a2, a4];
+const MODEL = new Map(WS.filter((w) => w.organization === fx.ORG).map((w) => [w.id as string, workspaceModel(w)]));
+const PRV = aggregateModel('providers');
+const prv = (name: string, version: string, registry: string | null) =>
+  PRV.find((r) => r.attributes.name === name && r.attributes.version === version && r.attributes.registry_type === registry)!.id;
+
+const WORKSPACE_FIELDS = [
+  'all_checks_succeeded', 'checks_errored', 'checks_failed', 'checks_passed', 'checks_unknown', 'current_run_applied_at',
+  'current_run_external_id', 'current_run_status', 'drifted', 'external_id', 'module_count', 'modules', 'organization_name',
+  'project_external_id', 'project_name', 'provider_count', 'providers', 'resources_drifted', 'resources_undrifted',
+  'state_version_terraform_version', 'tags', 'vcs_repo_identifier', 'workspace_created_at', 'workspace_name',
+  'workspace_terraform_version', 'workspace_updated_at',
+];
+const USAGE_HEADER = 'name,registry_type,source,version,workspace_count,workspaces';
+const DATETIME_FIELDS = new Set(['current_run_applied_at', 'workspace_created_at', 'workspace_updated_at']);
+const JSON_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+00:00$/;
+
+/** One CSV value by decisions §6: always double-quoted, `"` doubled, null as "", datetimes without fraction. */
+function cell(field: string, v: Value): string {
+  if (v === null) return '""';
+  let text = String(v);
+  if (DATETIME_FIELDS.has(field)) {
+    expect(text, field).to.match(JSON_DATETIME);
+    text = text.replace(/\.\d{3}\+00:00$/, '+00:00');
+  }
+  return `"${text.replace(/"/g, '""')}"`;
+}
+const csvOf = (fields: string[], rows: Model[]) => [fields.join(','), ...rows.map((r) => fields.map((f) => cell(f, r[f]!)).join(','))].map((l) => `${l}\n`).join('');
+/** JSON:API rows → the CSV the same query must export (attribute keys back to snake_case). */
+function csvOfJson(body: any, fields: string[]): string {
+  const rows = body.data.map((r: any) => Object.fromEntries(fields.map((f) => [f, r.attributes[f.replace(/_/g, '-')]])));
+  for (const r of body.data) expect(Object.keys(r.attributes)).to.deep.equal(fields.map((f) => f.replace(/_/g, '-')));
+  return csvOf(fields, rows);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let h: Harness;
+let emptyOrgToken: string;
+
+async function get(path: string, init: { token?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await h.request(path, init);
+    if (res.status !== 429 || attempt >= 30) return res;
+    await res.arrayBuffer();
+    await sleep(Math.min(1000, 1000 * Number(res.headers.get('retry-after') ?? '0.2') || 200));
+  }
+}
+const csvPath = (org: string = fx.ORG) => `/api/v2/organizations/${org}/explorer/export/csv`;
+
+/** An export of this fixture takes milliseconds; one that has not ended after this long never will. */
+const EXPORT_STALL_MS = 5000;
+
+interface Export { res: Response; bytes: Buffer; text: string }
+async function exportCsv(q: string, init: { org?: string; token?: string; headers?: Record<string, string> } = {}): Promise<Export> {
+  const path = `${csvPath(init.org)}${q}`;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), EXPORT_STALL_MS);
+  const chunks: Buffer[] = [];
+  let res: Response | undefined;
+  try {
+    res = await get(path, { ...init, signal: abort.signal });
+    for await (const chunk of res.body ?? []) chunks.push(Buffer.from(chunk));
+  } catch (e) {
+    if (!abort.signal.aborted) throw e;
+    const got = Buffer.concat(chunks).toString('utf8');
+    throw new Error(`GET ${path}: the export did not end within ${EXPORT_STALL_MS} ms `
+      + `(status ${res?.status ?? 'not received'}, ${got.length} characters, ${got.split('\n').length - 1} complete lines received)`);
+  } finally {
+    clearTimeout(timer);
+  }
+  const bytes = Buffer.concat(chunks);
+  expect(res.status, `${q}: ${bytes.toString('utf8').slice(0, 300)}`).to.equal(200);
+  expect(res.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
+  // UTF-8 without BOM, \n line ends, the last line terminated.
+  const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  expect(bytes.subarray(0, 3).equals(Buffer.from([0xef, 0xbb, 0xbf])), 'no BOM').to.equal(false);
+  expect(text).to.not.include('\r');
+  expect(text.endsWith('\n')).to.equal(true);
+  return { res, bytes, text };
+}
+async function jsonQuery(q: string): Promise<any> {
+  const res = await get(`/api/v2/organizations/${fx.ORG}/explorer${q}`);
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).to.equal(200);
+  return body;
+}
+
+describe('HTTP explorer CSV export', function () {
+  this.timeout(20_000);
+
+  before(async () => {
+    h = await startHarness();
+    const store = await openStateStore(h.config);
+    try {
+      emptyOrgToken = (await issueToken(store, { kind: 'organization', organization: 'empty-org' })).token;
+    } finally {
+      await store.close();
+    }
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  describe('exact bytes', () => {
+    it('workspaces with fields: header in request order, every value quoted, "" doubled, nulls "", booleans, datetimes without fraction, numbers quoted', async () => {
+      const fields = 'workspace_name,drifted,resources_drifted,workspace_updated_at,current_run_applied_at,vcs_repo_identifier,tags,all_checks_succeeded,checks_passed';
+      const expected = [
+        'workspace_name,drifted,resources_drifted,workspace_updated_at,current_run_applied_at,vcs_repo_identifier,tags,all_checks_succeeded,checks_passed',
+        '"Café ""core"", net","","","2025-03-04T05:06:07+00:00","","","pci","true","0"',
+        '"network-core","","","2025-01-01T00:00:00+00:00","","acme/network","","true","0"',
+        '"payments-api","true","2","2024-05-06T07:08:09+00:00","2024-05-06T07:08:09+00:00","acme/payments-api","env:prod, team:payments","true","3"',
+        '"Payments-worker","false","0","2023-12-31T22:00:00+00:00","","","","false","1"',
+        '"ÉTL-job","","5","2021-01-01T00:00:00+00:00","","","","false","0"',
+      ].map((l) => `${l}\n`).join('');
+      const { bytes } = await exportCsv(`?type=workspaces&fields=${fields}`);
+      expect(bytes.toString('utf8')).to.equal(expected);
+      expect(bytes.equals(Buffer.from(expected, 'utf8')), 'byte-for-byte').to.equal(true);
+      expect(bytes.includes(Buffer.from([0xc3, 0x89, 0x54, 0x4c]))).to.equal(true); // "ÉTL" as UTF-8
+      // The literal above is the fixture model rendered by the CSV rules.
+      expect(expected).to.equal(csvOf(fields.split(','), DEFAULT_ORDER.map((id) => MODEL.get(id)!)));
+    });
+    it('workspaces without fields: every field, alphabetical header, rows equal the model', async () => {
+      const { text } = await exportCsv('?type=workspaces');
+      const [header] = text.split('\n');
+      expect(header).to.equal(WORKSPACE_FIELDS.join(','));
+      expect(WORKSPACE_FIELDS).to.deep.equal([...WORKSPACE_FIELDS].sort());
+      expect(header).to.include('workspace_terraform_version').and.include('state_version_terraform_version');
+      expect(text).to.equal(csvOf(WORKSPACE_FIELDS, DEFAULT_ORDER.map((id) => MODEL.get(id)!)));
+    });
+    it('tf_versions (default sort -version)', async () => {
+      const { text } = await exportCsv('?type=tf_versions');
+      expect(text).to.equal([
+        'version,workspace_count,workspaces',
+        '"1.10.0","1","Payments-worker"',
+        '"1.10.0-rc1","1","Café ""core"", net"',
+        '"v1.5.7","1","network-core"',
+        '"1.5.7","1","payments-api"',
+        '"latest","1","ÉTL-job"',
+      ].map((l) => `${l}\n`).join(''));
+    });
+    it('providers (default sort name, -version, id)', async () => {
+      const line: Record<string, string> = {
+        [prv('aws', '5.31.0', 'public')]: '"aws","public","registry.terraform.io/hashicorp/aws","5.31.0","2","Café ""core"", net, payments-api"',
+        [prv('aws', '5.31.0', null)]: '"aws","","registry.terraform.io/hashicorp/aws","5.31.0","1","network-core"',
+        [prv('aws', '4.67.0', 'public')]: '"aws","public","registry.terraform.io/hashicorp/aws","4.67.0","1","Payments-worker"',
+        [prv('internal', '0.1.0-beta.11', 'private')]: '"internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.11","1","ÉTL-job"',
+        [prv('internal', '0.1.0-beta.2', 'private')]: '"internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.2","1","Café ""core"", net"',
+        [prv('random', '3.6.0', 'public')]: '"random","public","registry.terraform.io/hashicorp/random","3.6.0","1","payments-api"',
+      };
+      const order = [
+        ...[prv('aws', '5.31.0', 'public'), prv('aws', '5.31.0', null)].sort(cmpCodePoints), // tie on name and version → id
+        prv('aws', '4.67.0', 'public'), prv('internal', '0.1.0-beta.11', 'private'), prv('internal', '0.1.0-beta.2', 'private'), prv('random', '3.6.0', 'public'),
+      ];
+      const { text } = await exportCsv('?type=providers');
+      expect(text).to.equal([USAGE_HEADER, ...order.map((id) => line[id])].map((l) => `${l}\n`).join(''));
+    });
+    it('modules (local module: version and registry_type empty)', async () => {
+      const { text } = await exportCsv('?type=modules');
+      expect(text).to.equal([
+        USAGE_HEADER,
+        '"app","","./modules/app","","1","payments-api"',
+        '"vpc","public","registry.terraform.io/terraform-aws-modules/vpc/aws","5.5.1","2","Payments-worker, payments-api"',
+      ].map((l) => `${l}\n`).join(''));
+    });
+  });
+
+  describe('query parameters', () => {
+    it('sort and filters are applied', async () => {
+      const { text } = await exportCsv('?type=workspaces&sort=-resources_drifted&filter[0][resources_drifted][is_not_empty][0]=&fields=workspace_name,resources_drifted');
+      expect(text).to.equal('workspace_name,resources_drifted\n"ÉTL-job","5"\n"payments-api","2"\n"Payments-worker","0"\n');
+    });
+    it('client-encoded query: does not contain, -sort, fields', async () => {
+      const { text } = await exportCsv(clientQuery({
+        type: 'workspaces', sort: '-workspace_name', fields: 'workspace_name,project_name',
+        'filter[0][workspace_name][does not contain][0]': 'PAYMENTS',
+      }));
+      expect(text).to.equal('workspace_name,project_name\n"ÉTL-job","Network"\n"network-core","Network"\n"Café ""core"", net","Network"\n');
+    });
+    it('fields[workspaces] and a datetime filter with an offset', async () => {
+      const { text } = await exportCsv('?type=workspaces&fields[workspaces]=workspace_created_at,external_id&filter[0][workspace_created_at][is_after][0]=2023-02-01T02:00:00%2B02:00');
+      expect(text).to.equal('workspace_created_at,external_id\n"2024-12-31T12:00:00+00:00","ws-aaa5"\n');
+    });
+    it('aggregate view with filter and sort: private providers by version', async () => {
+      const { text } = await exportCsv('?type=providers&filter[0][registry_type][is][0]=private&sort=version&fields=version,workspaces');
+      expect(text).to.equal('version,workspaces\n"0.1.0-beta.2","Café ""core"", net"\n"0.1.0-beta.11","ÉTL-job"\n');
+    });
+    it('paging parameters are ignored: every row even with page[size]=1 and page[number]=2', async () => {
+      const all = await exportCsv('?type=workspaces&fields=external_id');
+      const paged = await exportCsv('?type=workspaces&fields=external_id&page[size]=1&page[number]=2');
+      const far = await exportCsv('?type=workspaces&fields=external_id&page[number]=99');
+      const expected = `external_id\n${DEFAULT_ORDER.map((id) => `"${id}"`).join('\n')}\n`;
+      expect(all.text).to.equal(expected);
+      expect(paged.text).to.equal(expected);
+      expect(far.text).to.equal(expected);
+    });
+    it('no rows: the header line only', async () => {
+      const { text } = await exportCsv('?type=workspaces&fields=workspace_name,drifted&filter[0][workspace_name][is][0]=nothing');
+      expect(text).to.equal('workspace_name,drifted\n');
+      const all = await exportCsv('?type=workspaces&filter[0][workspace_name][is][0]=nothing');
+      expect(all.text).to.equal(`${WORKSPACE_FIELDS.join(',')}\n`);
+    });
+    it('an organization without workspaces (empty-org): header only for every view', async () => {
+      const headers: Record<string, string> = {
+        workspaces: WORKSPACE_FIELDS.join(','), tf_versions: 'version,workspace_count,workspaces', providers: USAGE_HEADER, modules: USAGE_HEADER,
+      };
+      for (const [view, header] of Object.entries(headers)) {
+        const { res, text } = await exportCsv(`?type=${view}`, { org: 'empty-org', token: emptyOrgToken });
+        expect(text, view).to.equal(`${header}\n`);
+        expect(res.headers.get('content-disposition')).to.match(new RegExp(`^attachment; filename="empty-org-${view}-\\d{8}T\\d{6}Z\\.csv"$`));
+      }
+    });
+  });
+
+  describe('headers', () => {
+    for (const view of ['workspaces', 'tf_versions', 'providers', 'modules']) {
+      it(`${view}: Content-Type, Content-Disposition with the export time, X-Explorer-Snapshot`, async () => {
+        const before = Date.now();
+        const { res } = await exportCsv(`?type=${view}`);
+        const after = Date.now();
+        expect(res.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
+        expect(res.headers.get('x-explorer-snapshot')).to.be.a('string').and.not.equal('');
+        const m = /^attachment; filename="acme-corp-([a-z_]+)-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z\.csv"$/.exec(res.headers.get('content-disposition') ?? '');
+        expect(m, String(res.headers.get('content-disposition'))).to.not.equal(null);
+        expect(m![1]).to.equal(view);
+        const stamp = Date.parse(`${m![2]}-${m![3]}-${m![4]}T${m![5]}:${m![6]}:${m![7]}Z`);
+        expect(stamp).to.be.within(Math.floor(before / 1000) * 1000 - 3000, after + 3000);
+      });
+    }
+    for (const accept of ['application/vnd.api+json', 'application/json', 'text/html', '*/*']) {
+      it(`Accept: ${accept} does not cause a 406`, async () => {
+        const { text, res } = await exportCsv('?type=tf_versions&fields=version', { headers: { Accept: accept } });
+        expect(res.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
+        expect(text).to.equal('version\n"1.10.0"\n"1.10.0-rc1"\n"v1.5.7"\n"1.5.7"\n"latest"\n');
+      });
+    }
+    it('the snapshot id matches the JSON route\'s', async () => {
+      const { res } = await exportCsv('?type=modules');
+      const j = await get(`/api/v2/organizations/${fx.ORG}/explorer?type=modules`);
+      await j.arrayBuffer();
+      expect(res.headers.get('x-explorer-snapshot')).to.equal(j.headers.get('x-explorer-snapshot'));
+    });
+  });
+
+  describe('CSV and JSON agree (the JSON rows of a page[size]=100 query rendered by the CSV rules)', () => {
+    const FIELD_LISTS: Record<string, string[]> = {
+      workspaces: WORKSPACE_FIELDS, tf_versions: ['version', 'workspace_count', 'workspaces'],
+      providers: USAGE_HEADER.split(','), modules: USAGE_HEADER.split(','),
+    };
+    const QUERIES: [string, string, string[] | null][] = [
+      ['workspaces', '', null],
+      ['tf_versions', '', null],
+      ['providers', '', null],
+      ['modules', '', null],
+      ['workspaces', '&sort=-drifted,workspace_name&fields=drifted,workspace_name,workspace_created_at,tags&filter[0][tags][does_not_contain][0]=PCI', ['drifted', 'workspace_name', 'workspace_created_at', 'tags']],
+      ['workspaces', '&sort=workspace_terraform_version&filter[0][current_run_applied_at][is_empty][0]=', null],
+      ['tf_versions', '&sort=version&filter[0][version][contains][0]=1.', null],
+      ['providers', '&sort=-workspace_count,name&fields=workspaces,workspace_count,registry_type', ['workspaces', 'workspace_count', 'registry_type']],
+      ['modules', '&filter[0][name][contains][0]=VPC&filter[0][version][is][0]=5.5.1', null],
+    ];
+    for (const [view, extra, fields] of QUERIES) {
+      it(`type=${view}${extra}`, async () => {
+        const [body, csv] = await Promise.all([jsonQuery(`?type=${view}&page[size]=100${extra}`), exportCsv(`?type=${view}${extra}`)]);
+        expect(body.data.length).to.be.greaterThan(0);
+        expect(body.meta.pagination['total-count']).to.equal(body.data.length);
+        expect(csv.text).to.equal(csvOfJson(body, fields ?? FIELD_LISTS[view]!));
+      });
+    }
+  });
+});
