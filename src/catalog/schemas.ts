@@ -46,19 +46,25 @@ export function viewQuerySchema(view: View): Schema {
       fields: { type: 'array', minItems: 1, items: { enum: names } },
       sort: { type: 'array', minItems: 1, items: { enum: [...names, ...names.map((n) => `-${n}`)] } },
       filter: { type: 'array', maxItems: 100, items: filterSchema(view) },
-      page: {
-        type: 'object',
-        properties: {
-          number: { type: 'string', pattern: '^0*[1-9]\\d*$' },
-          size: { type: 'string', pattern: '^0*[1-9]\\d*$' },
-        },
-      },
+      page: { $ref: 'page' },
     },
   };
 }
 
+/** page[number] and page[size] (decisions §5), shared by queries and the saved-view list. */
+export const PAGE_SCHEMA: Schema = {
+  $id: 'page',
+  title: 'Paging parameters',
+  type: 'object',
+  properties: {
+    number: { type: 'string', pattern: '^0*[1-9]\\d*$' },
+    size: { type: 'string', pattern: '^0*[1-9]\\d*$' },
+  },
+};
+
 export function allSchemas(catalog: Catalog): Record<string, Schema> {
   const out: Record<string, Schema> = {
+    page: PAGE_SCHEMA,
     'query-type': {
       $id: 'query-type',
       title: 'The view a query reads',

@@ -12,6 +12,7 @@ import { requestId } from './middleware/request-id.js';
 import { requestLog } from './middleware/request-log.js';
 import { explorerRoutes } from './routes/explorer.js';
 import { opsRoutes } from './routes/ops.js';
+import { savedViewRoutes } from './routes/saved-views.js';
 import type { RequestState } from './state.js';
 
 export interface Services {
@@ -33,6 +34,7 @@ export function createApp(services: Services): Koa<RequestState> {
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
   organization.use(authenticate(services.store), authorizeOrganization(services.snapshots));
   explorerRoutes(organization, services);
+  savedViewRoutes(organization, services);
 
   app.use(requestId());
   app.use(requestLog(services.logger));

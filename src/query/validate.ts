@@ -26,7 +26,11 @@ export interface QueryDocument {
 interface Validators {
   catalog: Catalog;
   byView: Map<string, ValidateFunction>;
+  page: ValidateFunction;
 }
+
+/** 400 for query parameters, 422 for saved-view bodies; a function when one document mixes both. */
+export type ErrorStatus = number | ((path: string) => number);
 const validators = new Map<string, Validators>();
 
 function validatorsFor(engine: string): Validators {
@@ -36,15 +40,17 @@ function validatorsFor(engine: string): Validators {
     const ajv = new Ajv({ allErrors: false, strict: true, strictTypes: false });
     const byView = new Map<string, ValidateFunction>();
     const schemas = allSchemas(catalog);
+    ajv.addSchema(schemas.page!);
     for (const view of catalog.views) byView.set(view.name, ajv.compile(schemas[`query-${view.name}`]!));
-    v = { catalog, byView };
+    v = { catalog, byView, page: ajv.getSchema('page')! };
     validators.set(engine, v);
   }
   return v;
 }
 
-export function invalid(origin: QueryOrigin, path: string, detail: string, status = 400): ApiError {
+export function invalid(origin: QueryOrigin, path: string, detail: string, statusOf: ErrorStatus = 400): ApiError {
   const where = origin.locate(path);
+  const status = typeof statusOf === 'number' ? statusOf : statusOf(path);
   const title = status === 422 ? 'invalid saved view' : 'invalid query parameter';
   return new ApiError(status, title, detail, where.parameter !== undefined ? { parameter: where.parameter } : { pointer: where.pointer ?? path });
 }
@@ -100,7 +106,7 @@ function parsePositive(text: string | undefined, fallback: number): number {
  * Validates `doc` for `viewName` and returns the typed query. `origin` names the client's parameters in
  * errors; `status` is 400 for query strings and 422 for saved-view bodies.
  */
-export function validateQuery(engine: string, viewName: string, doc: QueryDocument, origin: QueryOrigin, status = 400): Query {
+export function validateQuery(engine: string, viewName: string, doc: QueryDocument, origin: QueryOrigin, status: ErrorStatus = 400): Query {
   const { catalog, byView } = validatorsFor(engine);
   const view = catalog.view(viewName)!;
   for (const f of doc.filter) f.operator = canonicalOperator(f.operator);
@@ -130,10 +136,29 @@ export function validateQuery(engine: string, viewName: string, doc: QueryDocume
   const sortNames = doc.sort ?? view.defaultSort;
   const sort: SortKey[] = sortNames.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
 
-  const number = parsePositive(doc.page?.number, 1);
+  return { view, fields, sort, conditions: [...groups.values()], page: pageOf(doc.page, origin, status) };
+}
+
+/** The effective page of already-validated paging parameters (decisions §5, docs/decisions.md). */
+function pageOf(page: QueryDocument['page'], origin: QueryOrigin, status: ErrorStatus): { number: number; size: number } {
+  const number = parsePositive(page?.number, 1);
   if (!Number.isFinite(number)) throw invalid(origin, '/page/number', `page[number] must be at most ${Number.MAX_SAFE_INTEGER}.`, status);
-  const size = Math.min(parsePositive(doc.page?.size, DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE);
-  return { view, fields, sort, conditions: [...groups.values()], page: { number, size } };
+  const size = Math.min(parsePositive(page?.size, DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE);
+  return { number, size };
+}
+
+/** Validates page[number] and page[size] of a request that has nothing else to validate (the saved-view list). */
+export function validatePage(engine: string, params: Map<string, string>): { number: number; size: number } {
+  const page: { number?: string; size?: string } = {};
+  if (params.has('page[number]')) page.number = params.get('page[number]')!;
+  if (params.has('page[size]')) page.size = params.get('page[size]')!;
+  const origin: QueryOrigin = { locate: (path) => ({ parameter: path.endsWith('size') ? 'page[size]' : 'page[number]' }) };
+  const validate = validatorsFor(engine).page;
+  if (!validate(page)) {
+    const which = validate.errors![0]!.instancePath.slice(1);
+    throw invalid(origin, `/${which}`, `page[${which}] must be a whole number of at least 1.`);
+  }
+  return pageOf(page, { locate: (path) => origin.locate(path.replace('/page', '')) }, 400);
 }
 
 export function knownView(engine: string, name: string): View | undefined {

@@ -140,6 +140,7 @@ describe('access and errors (decisions §7, §9)', () => {
     const post = await h.request('/api/v2/organizations/acme-corp/explorer?type=workspaces', { method: 'POST' });
     expect(post.status).to.equal(405);
     expect(post.headers.get('allow')).to.include('GET');
+    expect((await json(post)).errors[0]).to.include({ status: '405', title: 'method not allowed' });
   });
 
   it('answers 503 while no snapshot is current, and serves again once one is', async () => {

@@ -48,6 +48,7 @@ describe('schemas/generated', () => {
 
   it('renders the query-type schema and one schema per view', () => {
     expect([...rendered.keys()].sort()).to.deep.equal([
+      'page.schema.json',
       'query-modules.schema.json',
       'query-providers.schema.json',
       'query-tf_versions.schema.json',
@@ -113,6 +114,7 @@ describe('schemas/generated', () => {
 
       it('validates documents as the contract says', () => {
         const ajv = new Ajv({ strict: true, strictTypes: false });
+        ajv.addSchema(JSON.parse(rendered.get('page.schema.json')!));
         const validate = ajv.compile(load());
         const byType = (t: string) => view.fields.find((f) => f.type === t)?.name;
         const str = byType('string')!;

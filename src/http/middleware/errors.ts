@@ -8,8 +8,11 @@ import type { RequestState } from '../state.js';
 export const errors = (logger: Logger): Middleware<RequestState> => async (ctx, next) => {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) {
-      sendError(ctx, new ApiError(404, 'not found', `No route matches ${ctx.method} ${ctx.path}.`));
+    // Nothing answered: render the router's bare statuses as JSON:API too (Allow stays set by the router).
+    if (ctx.body === undefined && ctx.respond !== false) {
+      if (ctx.status === 404) sendError(ctx, new ApiError(404, 'not found', `No route matches ${ctx.method} ${ctx.path}.`));
+      else if (ctx.status === 405) sendError(ctx, new ApiError(405, 'method not allowed', `${ctx.method} is not allowed here; use ${ctx.response.get('Allow')}.`));
+      else if (ctx.status === 501) sendError(ctx, new ApiError(501, 'not implemented', `${ctx.method} is not supported.`));
     }
   } catch (e) {
     if (ctx.headerSent || ctx.respond === false) {
