@@ -17,6 +17,11 @@ export interface Config {
   poolMaxQueue: number;
   snapshotPollMs: number;
   shutdownGraceMs: number;
+  /** Shared state (tokens, saved views, rate-limit counters) lives in Redis when set. */
+  redisUrl: string | null;
+  redisPrefix: string;
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -46,5 +51,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.REDIS_PREFIX || 'explorer:',
+    rateLimitMax: int(env, 'RATE_LIMIT_MAX', 30, 1),
+    rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
   };
 }

@@ -9,6 +9,7 @@ import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
+import { connectRedis } from './redis.js';
 
 export interface RunningServer {
   url: string;
@@ -18,7 +19,8 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const store = await openStateStore(config);
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+  const store = await openStateStore(config, redis, logger);
   const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger);
   await snapshots.start();
   const pool = new QueryPool({
@@ -30,7 +32,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     maxQueue: config.poolMaxQueue,
   });
   let draining = false;
-  const app = createApp({ config, logger, snapshots, pool, store, isDraining: () => draining });
+  const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });
   const server = createServer(app.callback());
   server.keepAliveTimeout = 5000;
   server.listen(config.port, config.host);
@@ -55,6 +57,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await closed;
     snapshots.stop();
     await store.close();
+    await redis?.close();
     logger.log('info', 'stopped');
   })());
   return { url, server, shutdown };

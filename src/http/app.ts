@@ -3,10 +3,12 @@ import { Router } from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import type { RedisConnection } from '../redis.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
 import type { StateStore } from '../store/state-store.js';
-import { authenticate, authorizeOrganization } from './middleware/access.js';
+import { authorizeOrganization, identify, requireToken } from './middleware/access.js';
+import { rateLimit } from './middleware/rate-limit.js';
 import { errors } from './middleware/errors.js';
 import { requestId } from './middleware/request-id.js';
 import { requestLog } from './middleware/request-log.js';
@@ -21,6 +23,7 @@ export interface Services {
   snapshots: SnapshotRegistry;
   pool: QueryPool;
   store: StateStore;
+  redis?: RedisConnection;
   isDraining: () => boolean;
 }
 
@@ -32,7 +35,13 @@ export function createApp(services: Services): Koa<RequestState> {
   opsRoutes(ops, services);
 
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
-  organization.use(authenticate(services.store), authorizeOrganization(services.snapshots));
+  const { config } = services;
+  organization.use(
+    identify(services.store),
+    rateLimit({ max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, redis: services.redis, prefix: config.redisPrefix, logger: services.logger }),
+    requireToken(),
+    authorizeOrganization(services.snapshots),
+  );
   explorerRoutes(organization, services);
   savedViewRoutes(organization, services);
 

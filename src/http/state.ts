@@ -5,6 +5,8 @@ import type { TokenRecord } from '../store/state-store.js';
 export interface RequestState {
   requestId: string;
   token?: TokenRecord;
+  /** Rate-limit context: the token's (user, team or organization) or the client address. */
+  rateKey?: string;
   organization?: string;
   lease?: Lease;
   rows?: number;

@@ -1,9 +1,27 @@
 import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { silentLogger, type Logger } from '../log.js';
+import { connectRedis, whenReady, type RedisConnection } from '../redis.js';
 import { openJournalStore } from './journal-store.js';
+import { RedisStateStore } from './redis-store.js';
 import type { StateStore } from './state-store.js';
 
-/** The configured state store: the embedded journal under DATA_DIR/state. */
-export async function openStateStore(config: Pick<Config, 'dataDir'>): Promise<StateStore> {
-  return openJournalStore(join(config.dataDir, 'state'));
+type StoreConfig = Pick<Config, 'dataDir'> & Partial<Pick<Config, 'redisUrl' | 'redisPrefix'>>;
+
+/**
+ * The configured state store: Redis when REDIS_URL is set (shared by every instance), otherwise the
+ * embedded journal under DATA_DIR/state. Pass `redis` to share a connection (the server does); without
+ * it, a connection is opened and closed with the store (the CLI does).
+ */
+export async function openStateStore(config: StoreConfig, redis?: RedisConnection, logger: Logger = silentLogger): Promise<StateStore> {
+  if (!config.redisUrl) return openJournalStore(join(config.dataDir, 'state'));
+  if (redis) return new RedisStateStore(redis.client, config.redisPrefix);
+  const own = connectRedis(config.redisUrl, logger);
+  try {
+    await whenReady(own, 5000);
+  } catch (e) {
+    await own.close();
+    throw e;
+  }
+  return new RedisStateStore(own.client, config.redisPrefix, () => own.close());
 }

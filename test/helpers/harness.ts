@@ -52,7 +52,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   await (opts.writeSource ?? writeSmallSource)(source);
   const config = loadConfig({
     DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
-    DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000', ...opts.env,
+    DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000',
+    // Tests that are not about the rate limit must not trip it; rate-limit tests set their own.
+    RATE_LIMIT_MAX: '1000000', ...opts.env,
   });
   await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
   const store = await openStateStore(config);

@@ -1,19 +1,34 @@
 // The §7 precedence: 401 (token) before 503 (no snapshot, so no organization can be judged) before 404
-// (organization) — and only then do handlers look at parameters (400/422).
+// (organization) — and only then do handlers look at parameters (400/422). Identification comes first
+// and does not fail, so that the rate limit can count callers without a valid token by address.
 import type { Middleware } from 'koa';
+import { rateLimitContext, mayExplore } from '../../access/policy.js';
 import { bearerOf, verifyToken } from '../../access/tokens.js';
-import { mayExplore } from '../../access/policy.js';
-import { noSnapshot, notFound, unauthorized } from '../../errors.js';
+import { ApiError, noSnapshot, notFound, unauthorized } from '../../errors.js';
 import type { SnapshotRegistry } from '../../snapshots/current-snapshot.js';
-import type { TokenStore } from '../../store/state-store.js';
+import { StoreUnavailableError, type TokenStore } from '../../store/state-store.js';
 import type { RequestState } from '../state.js';
 
-export const authenticate = (tokens: TokenStore): Middleware<RequestState> => async (ctx, next) => {
+/** Finds the caller's token, if any; sets the rate-limit context either way. */
+export const identify = (tokens: TokenStore): Middleware<RequestState> => async (ctx, next) => {
   const bearer = bearerOf(ctx.get('Authorization') || undefined);
-  if (!bearer) throw unauthorized();
-  const token = await verifyToken(tokens, bearer);
-  if (!token) throw unauthorized('The API token is not valid: it is unknown, revoked or mistyped.');
-  ctx.state.token = token;
+  if (bearer) {
+    try {
+      const token = await verifyToken(tokens, bearer);
+      if (token) ctx.state.token = token;
+    } catch (e) {
+      if (!(e instanceof StoreUnavailableError)) throw e;
+      throw new ApiError(503, 'service unavailable', 'Tokens cannot be checked right now; retry shortly.', undefined, { 'Retry-After': '5' });
+    }
+  }
+  ctx.state.rateKey = ctx.state.token ? rateLimitContext(ctx.state.token) : `ip:${ctx.ip}`;
+  await next();
+};
+
+export const requireToken = (): Middleware<RequestState> => async (ctx, next) => {
+  if (!ctx.state.token) {
+    throw ctx.get('Authorization') ? unauthorized('The API token is not valid: it is unknown, revoked or mistyped.') : unauthorized();
+  }
   await next();
 };
 

@@ -1,0 +1,181 @@
+// The state store on Redis, shared by every instance. Every rule that spans keys (name uniqueness, update,
+// delete) is one Lua script, so it is atomic across instances — never read-then-write from here.
+//
+// Keys (prefix P, default "explorer:"):
+//   P token:<id>             hash of a token record           P tokens            set of token ids
+//   P view:<org>:<id>        hash of a saved view (query as JSON text, so no cjson round-trip)
+//   P views:<org>            sorted set of view ids, score = created-at (ms), ties by id
+//   P view-names:<org>       hash name → id (uniqueness)
+import type { Redis } from 'ioredis';
+import {
+  NameTakenError, StoreUnavailableError,
+  type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+} from './state-store.js';
+
+const CREATE_VIEW = `
+if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return 'NAME_TAKEN' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'ID_TAKEN' end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'name', ARGV[2], 'queryType', ARGV[3], 'query', ARGV[4], 'createdAt', ARGV[5], 'updatedAt', ARGV[6])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1])
+return 'OK'`;
+
+const UPDATE_VIEW = `
+local old = redis.call('HGET', KEYS[1], 'name')
+if not old then return 'MISSING' end
+if old ~= ARGV[2] then
+  local holder = redis.call('HGET', KEYS[3], ARGV[2])
+  if holder and holder ~= ARGV[1] then return 'NAME_TAKEN' end
+  redis.call('HDEL', KEYS[3], old)
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+end
+redis.call('HSET', KEYS[1], 'name', ARGV[2], 'query', ARGV[3], 'updatedAt', ARGV[4])
+return 'OK'`;
+
+const DELETE_VIEW = `
+local view = redis.call('HGETALL', KEYS[1])
+if #view == 0 then return nil end
+local name = redis.call('HGET', KEYS[1], 'name')
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('HGET', KEYS[3], name) == ARGV[1] then redis.call('HDEL', KEYS[3], name) end
+return view`;
+
+const REVOKE_TOKEN = `
+local n = redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+return n`;
+
+function pairs(flat: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
+  return out;
+}
+
+const toView = (organization: string, h: Record<string, string>): SavedView => ({
+  id: h.id!,
+  organization,
+  name: h.name!,
+  queryType: h.queryType!,
+  query: JSON.parse(h.query!) as SavedQuery,
+  createdAt: h.createdAt!,
+  updatedAt: h.updatedAt!,
+});
+
+const TOKEN_FIELDS = ['id', 'kind', 'organization', 'team', 'user', 'secretHash', 'createdAt', 'description'] as const;
+const toToken = (h: Record<string, string>): TokenRecord => ({
+  id: h.id!,
+  kind: h.kind as TokenRecord['kind'],
+  organization: h.organization || null,
+  team: h.team || null,
+  user: h.user || null,
+  secretHash: h.secretHash!,
+  createdAt: h.createdAt!,
+  description: h.description || null,
+});
+
+export class RedisStateStore implements StateStore {
+  /** Tokens last read from Redis, used only while Redis cannot be reached, so that queries keep working. */
+  private readonly knownTokens = new Map<string, TokenRecord | null>();
+
+  constructor(private readonly redis: Redis, private readonly prefix = 'explorer:', private readonly onClose?: () => Promise<void>) {}
+
+  private k = {
+    token: (id: string) => `${this.prefix}token:${id}`,
+    tokens: () => `${this.prefix}tokens`,
+    view: (org: string, id: string) => `${this.prefix}view:${org}:${id}`,
+    views: (org: string) => `${this.prefix}views:${org}`,
+    names: (org: string) => `${this.prefix}view-names:${org}`,
+  };
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (e) {
+      if (e instanceof NameTakenError) throw e;
+      throw new StoreUnavailableError(`Redis: ${(e as Error).message}`);
+    }
+  }
+
+  async putToken(token: TokenRecord): Promise<void> {
+    const fields = TOKEN_FIELDS.flatMap((f) => [f, token[f] ?? '']);
+    await this.call(() => this.redis.multi().hset(this.k.token(token.id), ...fields).sadd(this.k.tokens(), token.id).exec());
+    this.knownTokens.set(token.id, token);
+  }
+
+  async getToken(id: string): Promise<TokenRecord | undefined> {
+    try {
+      const h = await this.redis.hgetall(this.k.token(id));
+      const token = h.id ? toToken(h) : null;
+      this.knownTokens.set(id, token);
+      return token ?? undefined;
+    } catch (e) {
+      if (this.knownTokens.has(id)) return this.knownTokens.get(id) ?? undefined;
+      throw new StoreUnavailableError(`Redis: ${(e as Error).message}`);
+    }
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    return this.call(async () => {
+      const ids = (await this.redis.smembers(this.k.tokens())).sort();
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hgetall(this.k.token(id));
+      const results = (await pipeline.exec()) ?? [];
+      return results.map(([, h]) => h as Record<string, string>).filter((h) => h.id).map(toToken)
+        .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    });
+  }
+
+  async revokeToken(id: string): Promise<boolean> {
+    const n = await this.call(() => this.redis.eval(REVOKE_TOKEN, 2, this.k.token(id), this.k.tokens(), id) as Promise<number>);
+    this.knownTokens.set(id, null);
+    return n === 1;
+  }
+
+  async listViews(organization: string): Promise<SavedView[]> {
+    return this.call(async () => {
+      const ids = await this.redis.zrange(this.k.views(organization), '0', '-1');
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hgetall(this.k.view(organization, id));
+      const results = (await pipeline.exec()) ?? [];
+      return results.map(([, h]) => h as Record<string, string>).filter((h) => h.id).map((h) => toView(organization, h));
+    });
+  }
+
+  async getView(organization: string, id: string): Promise<SavedView | undefined> {
+    const h = await this.call(() => this.redis.hgetall(this.k.view(organization, id)));
+    return h.id ? toView(organization, h) : undefined;
+  }
+
+  async createView(view: SavedView): Promise<SavedView> {
+    const o = view.organization;
+    const result = await this.call(() => this.redis.eval(
+      CREATE_VIEW, 3, this.k.view(o, view.id), this.k.views(o), this.k.names(o),
+      view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)),
+    ) as Promise<string>);
+    if (result === 'NAME_TAKEN') throw new NameTakenError(view.name);
+    if (result === 'ID_TAKEN') throw new Error(`a saved view with id ${view.id} already exists`);
+    return structuredClone(view);
+  }
+
+  async updateView(organization: string, id: string, change: { name: string; query: SavedQuery; updatedAt: string }): Promise<SavedView | undefined> {
+    const result = await this.call(() => this.redis.eval(
+      UPDATE_VIEW, 3, this.k.view(organization, id), this.k.views(organization), this.k.names(organization),
+      id, change.name, JSON.stringify(change.query), change.updatedAt,
+    ) as Promise<string>);
+    if (result === 'MISSING') return undefined;
+    if (result === 'NAME_TAKEN') throw new NameTakenError(change.name);
+    return this.getView(organization, id);
+  }
+
+  async deleteView(organization: string, id: string): Promise<SavedView | undefined> {
+    const flat = await this.call(() => this.redis.eval(
+      DELETE_VIEW, 3, this.k.view(organization, id), this.k.views(organization), this.k.names(organization), id,
+    ) as Promise<string[] | null>);
+    return flat ? toView(organization, pairs(flat)) : undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.onClose?.();
+  }
+}
