@@ -10,6 +10,9 @@ import { SAMPLE_DEFAULTS, writeSample } from '../snapshots/sample.js';
 import { startServer } from '../server.js';
 import { openStateStore } from '../store/open-store.js';
 import type { TokenKind } from '../store/state-store.js';
+import { openJournalStore } from '../store/journal-store.js';
+import { migrateState } from '../store/migrate.js';
+import { join } from 'node:path';
 
 const USAGE = `usage: explorer <command>
   sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
@@ -18,6 +21,7 @@ const USAGE = `usage: explorer <command>
   token list                                                     list tokens (no secrets)
   token revoke <id>
   serve                                                          run the HTTP server
+  migrate-state --to-redis                                       copy the embedded tokens and saved views into REDIS_URL
 Environment: DATA_DIR (default ./data); see README.md for the rest.`;
 
 const isTty = process.stderr.isTTY;
@@ -129,6 +133,24 @@ async function serve(argv: string[]): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
+async function migrate(argv: string[]): Promise<number> {
+  const args = parseArgs(argv.filter((a) => a !== '--to-redis'), []);
+  if (!argv.includes('--to-redis') || args.positional.length > 0) throw new UsageError('migrate-state takes --to-redis');
+  const config = loadConfig();
+  if (!config.redisUrl) throw new UsageError('migrate-state --to-redis needs REDIS_URL');
+  const from = await openJournalStore(join(config.dataDir, 'state'));
+  const to = await openStateStore(config);
+  try {
+    const r = await migrateState(from, to);
+    for (const c of r.conflicts) console.error(`conflict: ${c}`);
+    console.log(`migrated ${r.tokens} tokens and ${r.views} saved views to Redis (${r.skipped} already there, ${r.conflicts.length} conflicts)`);
+    return r.conflicts.length > 0 ? 1 : 0;
+  } finally {
+    await from.close();
+    await to.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -136,6 +158,7 @@ async function main(argv: string[]): Promise<number> {
     case 'load': return load(rest);
     case 'token': return token(rest);
     case 'serve': await serve(rest); return -1;
+    case 'migrate-state': return migrate(rest);
     case undefined: case 'help': case '--help': console.log(USAGE); return command ? 0 : 2;
     default: throw new UsageError(`unknown command ${command}`);
   }

@@ -139,6 +139,11 @@ export class JournalStore implements StateStore {
     return [...(this.views.get(organization)?.values() ?? [])].sort(byCreation).map((v) => structuredClone(v));
   }
 
+  async listViewOrganizations(): Promise<string[]> {
+    await this.refresh();
+    return [...this.views.entries()].filter(([, views]) => views.size > 0).map(([org]) => org).sort();
+  }
+
   async getView(organization: string, id: string): Promise<SavedView | undefined> {
     await this.refresh();
     const view = this.views.get(organization)?.get(id);

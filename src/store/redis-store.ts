@@ -6,6 +6,7 @@
 //   P view:<org>:<id>        hash of a saved view (query as JSON text, so no cjson round-trip)
 //   P views:<org>            sorted set of view ids, score = created-at (ms), ties by id
 //   P view-names:<org>       hash name → id (uniqueness)
+//   P view-orgs              set of organizations that have had views
 import type { Redis } from 'ioredis';
 import {
   NameTakenError, StoreUnavailableError,
@@ -18,6 +19,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 'ID_TAKEN' end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'name', ARGV[2], 'queryType', ARGV[3], 'query', ARGV[4], 'createdAt', ARGV[5], 'updatedAt', ARGV[6])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[8])
 return 'OK'`;
 
 const UPDATE_VIEW = `
@@ -86,6 +88,7 @@ export class RedisStateStore implements StateStore {
     view: (org: string, id: string) => `${this.prefix}view:${org}:${id}`,
     views: (org: string) => `${this.prefix}views:${org}`,
     names: (org: string) => `${this.prefix}view-names:${org}`,
+    orgs: () => `${this.prefix}view-orgs`,
   };
 
   private async call<T>(op: () => Promise<T>): Promise<T> {
@@ -142,6 +145,10 @@ export class RedisStateStore implements StateStore {
     });
   }
 
+  async listViewOrganizations(): Promise<string[]> {
+    return this.call(async () => (await this.redis.smembers(this.k.orgs())).sort());
+  }
+
   async getView(organization: string, id: string): Promise<SavedView | undefined> {
     const h = await this.call(() => this.redis.hgetall(this.k.view(organization, id)));
     return h.id ? toView(organization, h) : undefined;
@@ -150,8 +157,8 @@ export class RedisStateStore implements StateStore {
   async createView(view: SavedView): Promise<SavedView> {
     const o = view.organization;
     const result = await this.call(() => this.redis.eval(
-      CREATE_VIEW, 3, this.k.view(o, view.id), this.k.views(o), this.k.names(o),
-      view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)),
+      CREATE_VIEW, 4, this.k.view(o, view.id), this.k.views(o), this.k.names(o), this.k.orgs(),
+      view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)), o,
     ) as Promise<string>);
     if (result === 'NAME_TAKEN') throw new NameTakenError(view.name);
     if (result === 'ID_TAKEN') throw new Error(`a saved view with id ${view.id} already exists`);

@@ -76,6 +76,8 @@ export interface TokenStore {
 export interface SavedViewStore {
   /** The organization's views ordered by createdAt, then id. */
   listViews(organization: string): Promise<SavedView[]>;
+  /** Organizations that have (or had) saved views, sorted; for migrations and audits. */
+  listViewOrganizations(): Promise<string[]>;
   getView(organization: string, id: string): Promise<SavedView | undefined>;
   /** Throws NameTakenError when the organization already has a view of that name (exact comparison). */
   createView(view: SavedView): Promise<SavedView>;
