@@ -1,6 +1,7 @@
 // Copies every token and saved view of one store into another (the embedded journal into Redis, so that a
 // single node can grow into a cluster). Idempotent: what is already there, identical, is skipped; a
 // different view holding the same name is reported as a conflict and left alone.
+import { isDeepStrictEqual } from 'node:util';
 import { NameTakenError, type StateStore } from './state-store.js';
 
 export interface MigrationReport {
@@ -20,7 +21,7 @@ export async function migrateState(from: StateStore, to: StateStore): Promise<Mi
     for (const view of await from.listViews(organization)) {
       const existing = await to.getView(organization, view.id);
       if (existing) {
-        if (JSON.stringify(existing) === JSON.stringify(view)) report.skipped++;
+        if (isDeepStrictEqual(existing, view)) report.skipped++;
         else report.conflicts.push(`${organization}/${view.id}: a different view with this id exists in the target`);
         continue;
       }
