@@ -32,7 +32,7 @@ if old ~= ARGV[2] then
   redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
 end
 redis.call('HSET', KEYS[1], 'name', ARGV[2], 'query', ARGV[3], 'updatedAt', ARGV[4])
-return 'OK'`;
+return redis.call('HGETALL', KEYS[1])`;
 
 const DELETE_VIEW = `
 local view = redis.call('HGETALL', KEYS[1])
@@ -169,10 +169,11 @@ export class RedisStateStore implements StateStore {
     const result = await this.call(() => this.redis.eval(
       UPDATE_VIEW, 3, this.k.view(organization, id), this.k.views(organization), this.k.names(organization),
       id, change.name, JSON.stringify(change.query), change.updatedAt,
-    ) as Promise<string>);
+    ) as Promise<string | string[]>);
     if (result === 'MISSING') return undefined;
     if (result === 'NAME_TAKEN') throw new NameTakenError(change.name);
-    return this.getView(organization, id);
+    // The script returns the view as this update left it; a read afterwards could see a later update.
+    return toView(organization, pairs(result as string[]));
   }
 
   async deleteView(organization: string, id: string): Promise<SavedView | undefined> {
