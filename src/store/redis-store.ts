@@ -156,6 +156,8 @@ export class RedisStateStore implements StateStore {
 
   async createView(view: SavedView): Promise<SavedView> {
     const o = view.organization;
+    // Checked here: the script cannot undo its first writes if ZADD then rejects the score.
+    if (!Number.isFinite(Date.parse(view.createdAt))) throw new Error(`createdAt is not a timestamp: ${view.createdAt}`);
     const result = await this.call(() => this.redis.eval(
       CREATE_VIEW, 4, this.k.view(o, view.id), this.k.views(o), this.k.names(o), this.k.orgs(),
       view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)), o,
