@@ -10,7 +10,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test sample load clean
+.PHONY: install build run test sample load clean bench
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -46,3 +46,8 @@ run: build
 
 clean:
 	rm -rf dist
+
+# Performance scenarios of issue 5 on a 1,000,000-workspace snapshot (generated once under $(DATA_DIR)/bench).
+# Not part of make test. BENCH_SKIP_LOAD=1 reuses the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios.
+bench: build
+	node dist/bench/run.js

@@ -1,0 +1,264 @@
+// make bench: the performance scenarios of issue 5 on a 1,000,000-workspace snapshot, measured over real
+// HTTP on loopback (autocannon) and, for the same work, in-process with @duckdb/node-api on the same files,
+// so that every figure is also a ratio to the engine's own speed. Not part of make test.
+//
+// Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (per scenario, default 20),
+// BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
+// BENCH_SCENARIOS (default A,B,C,D,E,F,G).
+import autocannon from 'autocannon';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { issueToken } from '../src/access/tokens.js';
+import { compileQuery } from '../src/query/compile.js';
+import { parseQueryParameters } from '../src/query/parse-query.js';
+import { decodeQueryString } from '../src/query/query-string.js';
+import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
+import { writeSample } from '../src/snapshots/sample.js';
+import { openStateStore } from '../src/store/open-store.js';
+
+const run = promisify(execFile);
+const ROOT = resolve(new URL('../..', import.meta.url).pathname);
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
+const SOURCE = join(BENCH_DIR, 'source');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60);
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'A,B,C,D,E,F,G').split(','));
+const SAMPLE = { organizations: 2000, workspaces: 1_000_000, seed: 1 };
+
+interface Row {
+  scenario: string;
+  what: string;
+  p50_ms?: number;
+  p99_ms?: number;
+  rps?: number;
+  mb_s?: number;
+  rss_mb?: string;
+  errors?: number;
+  measured: string;
+  target: string;
+  pass: boolean | null;
+}
+const rows: Row[] = [];
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+
+async function ensureSource(): Promise<void> {
+  const marker = join(SOURCE, '.complete');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === JSON.stringify(SAMPLE)) return;
+  log(`generating the bench source (${SAMPLE.workspaces.toLocaleString('en')} workspaces) in ${SOURCE}`);
+  await writeSample(SOURCE, SAMPLE);
+  writeFileSync(marker, JSON.stringify(SAMPLE));
+}
+
+async function scenarioF(): Promise<void> {
+  log('F: loading the bench source');
+  const timed = existsSync('/usr/bin/time');
+  const args = timed ? ['-f', '%e %M', process.execPath, CLI, 'load', SOURCE] : [CLI, 'load', SOURCE];
+  const { stderr } = await run(timed ? '/usr/bin/time' : process.execPath, args, { env: { ...process.env, DATA_DIR: BENCH_DIR }, maxBuffer: 1 << 26 });
+  const [seconds, kb] = stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number];
+  const gib = kb / 1024 / 1024;
+  rows.push({
+    scenario: 'F', what: 'load of the bench source', measured: `${round(seconds)} s, peak RSS ${round(gib, 2)} GiB`,
+    target: '≤ 90 s, peak RSS ≤ 4 GiB', pass: seconds <= 90 && gib <= 4,
+  });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => res(port)); });
+  });
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+async function startServer(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    // As `npm run explorer -- serve` starts it, with the rate limit out of the way of a load test.
+    env: { ...process.env, DATA_DIR: BENCH_DIR, PORT: String(port), UV_THREADPOOL_SIZE: '32', RATE_LIMIT_MAX: '100000000' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      buffer += b.toString();
+      if (buffer.includes('"msg":"listening"')) resolveListen();
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  child.stdout!.resume();
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+interface Org { name: string; workspaces: number }
+
+async function organizations(dir: string): Promise<Org[]> {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC`);
+  c.closeSync();
+  db.closeSync();
+  return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
+}
+
+const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
+const C_QUERY = '?type=providers';
+const SMALL_QUERY = '?type=workspaces';
+
+async function cannon(label: string, opts: autocannon.Options): Promise<autocannon.Result> {
+  log(`${label}: ${opts.connections} connection(s), ${opts.duration} s`);
+  return autocannon({ ...opts, warmup: { connections: opts.connections ?? 1, duration: 3 } } as autocannon.Options);
+}
+
+/** The worker's work for a query string, in-process: count, then the page, on one connection. */
+async function inProcess(dir: string, org: string, query: string, times = 40): Promise<number> {
+  const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+  const c = await db.connect();
+  await c.run('SET GLOBAL parquet_metadata_cache = true');
+  const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
+  const compiled = compileQuery(q, { relation: `read_parquet('${join(dir, q.view.file)}')`, organization: org });
+  const samples: number[] = [];
+  for (let i = 0; i < times + 5; i++) {
+    const t = performance.now();
+    await c.runAndReadAll(compiled.count.sql, compiled.count.params as never);
+    await c.runAndReadAll(compiled.page.sql, compiled.page.params as never);
+    if (i >= 5) samples.push(performance.now() - t);
+  }
+  c.closeSync();
+  db.closeSync();
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
+async function exportOnce(url: string, token: string, pid: number): Promise<{ ttfb: number; seconds: number; bytes: number; rssGrowth: number }> {
+  const base = rssMb(pid);
+  let peak = base;
+  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)); }, 25);
+  const started = performance.now();
+  let ttfb = 0;
+  let bytes = 0;
+  await new Promise<void>((resolveDone, reject) => {
+    get(url, { headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      res.on('data', (chunk: Buffer) => { if (bytes === 0) ttfb = performance.now() - started; bytes += chunk.length; });
+      res.on('end', () => (res.complete ? resolveDone() : reject(new Error('export cut off'))));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+  clearInterval(sampler);
+  return { ttfb, seconds: (performance.now() - started) / 1000, bytes, rssGrowth: peak - base };
+}
+
+async function main(): Promise<void> {
+  mkdirSync(BENCH_DIR, { recursive: true });
+  await ensureSource();
+  const haveSnapshot = (await readCurrentId(BENCH_DIR)) !== null;
+  if (SCENARIOS.has('F') && !(process.env.BENCH_SKIP_LOAD === '1' && haveSnapshot)) await scenarioF();
+  else if (!haveSnapshot) throw new Error('no bench snapshot: run without BENCH_SKIP_LOAD first');
+  const id = (await readCurrentId(BENCH_DIR))!;
+  const dir = snapshotPath(BENCH_DIR, id);
+  const orgs = await organizations(dir);
+  const largest = orgs[0]!;
+  const small = orgs.filter((o) => o.workspaces <= 500).slice(0, 300);
+  log(`largest organization ${largest.name} (${largest.workspaces} workspaces); ${small.length} small organizations`);
+
+  const store = await openStateStore({ dataDir: BENCH_DIR });
+  const token = (await issueToken(store, { kind: 'organization', organization: largest.name, description: 'bench' })).token;
+  const smallTokens = await Promise.all(small.map(async (o) => ({ org: o.name, token: (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench' })).token })));
+  await store.close();
+
+  const { url, child } = await startServer();
+  const pid = child.pid!;
+  const auth = { Authorization: `Bearer ${token}` };
+  const orgUrl = (org: string) => `${url}/api/v2/organizations/${org}/explorer`;
+  const results: Record<string, autocannon.Result> = {};
+  try {
+    if (SCENARIOS.has('A')) {
+      const r = results.A = await cannon('A', { url: `${orgUrl(largest.name)}${A_QUERY}`, headers: auth, connections: 1, duration: SECONDS });
+      rows.push({ scenario: 'A', what: `largest org, workspaces, contains + sort, 20 rows, 1 conn`, p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+        measured: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`, target: 'p50 ≤ 25 ms, p99 ≤ 60 ms', pass: r.latency.p50 <= 25 && r.latency.p99 <= 60 && r.non2xx === 0 });
+    }
+    if (SCENARIOS.has('B')) {
+      const r = results.B = await cannon('B', {
+        url, connections: 16, duration: SECONDS,
+        requests: [{ setupRequest: (req) => {
+          const pick = smallTokens[Math.floor(Math.random() * smallTokens.length)]!;
+          return { ...req, path: `/api/v2/organizations/${pick.org}/explorer${SMALL_QUERY}`, headers: { Authorization: `Bearer ${pick.token}` } };
+        } }],
+      });
+      rows.push({ scenario: 'B', what: 'small orgs (≤ 500 ws) at random, default page, 16 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+        measured: `${round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`, target: '≥ 1,000 req/s, p99 ≤ 50 ms', pass: r.requests.average >= 1000 && r.latency.p99 <= 50 && r.non2xx === 0 });
+    }
+    if (SCENARIOS.has('C')) {
+      const r = results.C = await cannon('C', { url: `${orgUrl(largest.name)}${C_QUERY}`, headers: auth, connections: 1, duration: SECONDS });
+      rows.push({ scenario: 'C', what: 'largest org, providers, default page, 1 conn', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+        measured: `p50 ${r.latency.p50} ms`, target: 'p50 ≤ 60 ms', pass: r.latency.p50 <= 60 && r.non2xx === 0 });
+    }
+    if (SCENARIOS.has('D')) {
+      log('D: CSV export of the largest organization (3 runs)');
+      const runs = [];
+      for (let i = 0; i < 3; i++) runs.push(await exportOnce(`${orgUrl(largest.name)}/export/csv?type=workspaces`, token, pid));
+      const best = runs.reduce((a, b) => (b.bytes / b.seconds > a.bytes / a.seconds ? b : a));
+      const mbs = best.bytes / 1e6 / best.seconds;
+      const ttfb = Math.min(...runs.map((x) => x.ttfb));
+      const growth = Math.max(...runs.map((x) => x.rssGrowth));
+      rows.push({ scenario: 'D', what: `CSV export, largest org (${round(best.bytes / 1e6)} MB)`, mb_s: round(mbs), rss_mb: `+${round(growth)}`,
+        measured: `${round(mbs)} MB/s, first byte ${round(ttfb)} ms, RSS +${round(growth)} MB`, target: '≥ 150 MB/s, first byte ≤ 150 ms, RSS growth ≤ 64 MB', pass: mbs >= 150 && ttfb <= 150 && growth <= 64 });
+    }
+    if (SCENARIOS.has('E')) {
+      const rss: number[] = [rssMb(pid)];
+      const sampler = setInterval(() => rss.push(rssMb(pid)), 1000);
+      const r = results.E = await cannon('E', {
+        url, connections: 32, duration: MIXED_SECONDS,
+        requests: [{ setupRequest: (req) => {
+          const x = Math.random();
+          if (x < 0.4) return { ...req, path: `/api/v2/organizations/${largest.name}/explorer${A_QUERY}`, headers: auth };
+          if (x < 0.8) {
+            const pick = smallTokens[Math.floor(Math.random() * smallTokens.length)]!;
+            return { ...req, path: `/api/v2/organizations/${pick.org}/explorer${SMALL_QUERY}`, headers: { Authorization: `Bearer ${pick.token}` } };
+          }
+          if (x < 0.95) return { ...req, path: `/api/v2/organizations/${largest.name}/explorer${C_QUERY}`, headers: auth };
+          return { ...req, path: `/api/v2/organizations/${largest.name}/explorer/export/csv?type=workspaces`, headers: auth };
+        } }],
+      });
+      clearInterval(sampler);
+      const third = Math.max(1, Math.floor(rss.length / 3));
+      const early = Math.max(...rss.slice(0, third)), late = Math.max(...rss.slice(-third));
+      rows.push({ scenario: 'E', what: 'mixed A/B/C/D 40/40/15/5, 32 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx, rss_mb: `${round(rss[0]!)}→${round(rss[rss.length - 1]!)} (max ${round(Math.max(...rss))})`,
+        measured: `${r.errors + r.non2xx} errors, p99 ${r.latency.p99} ms, RSS ${round(early)}→${round(late)} MB`, target: 'zero errors, p99 ≤ 500 ms, RSS steady', pass: r.errors + r.non2xx === 0 && r.latency.p99 <= 500 && late <= early * 1.1 });
+    }
+    if (SCENARIOS.has('G')) {
+      for (const [label, query, httpResult] of [['A', A_QUERY, results.A], ['C', C_QUERY, results.C]] as const) {
+        if (!httpResult) continue;
+        log(`G: in-process DuckDB for ${label}`);
+        const engine = await inProcess(dir, largest.name, query);
+        const ratio = httpResult.latency.p50 / engine;
+        rows.push({ scenario: `G-${label}`, what: `HTTP p50 ÷ in-process DuckDB p50 (${label})`, p50_ms: round(engine),
+          measured: `${httpResult.latency.p50} ms ÷ ${round(engine)} ms = ${round(ratio, 2)}`, target: '≤ 1.3', pass: ratio <= 1.3 });
+      }
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+
+  console.log('\nNo result cache exists in the service: every scenario is uncached.\n');
+  console.log('| # | scenario | measured | target | ok |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.scenario} | ${r.what} | ${r.measured} | ${r.target} | ${r.pass === null ? '–' : r.pass ? 'yes' : 'NO'} |`);
+  const out = join(ROOT, 'bench', 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), snapshot: id, largest, sample: SAMPLE, seconds: SECONDS, mixedSeconds: MIXED_SECONDS, rows }, null, 2) + '\n');
+  console.log(`\nwritten ${out}`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
