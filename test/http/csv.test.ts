@@ -5,120 +5,13 @@
 // acme-corp's workspaces in the default order (workspace_name: fold A–Z only, then code points):
 // ws-aaa3 `Café "core", net`, ws-aaa5 network-core, ws-aaa1 payments-api, ws-aaa2 Payments-worker, ws-aaa4 ÉTL-job.
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueToken } from '../../src/access/tokens.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
+import { cmpCodePoints, WS, workspaceModel, aggregateModel, type Value, type Model } from '../helpers/fixture-model.js';
 
-// ---------------------------------------------------------------------------------------------------------
-// Fixture model: rows derived from the fixture arrays by decisions §3 (nothing here comes from the server).
-type Src = Record<string, any>;
-type Value = string | number | boolean | null;
-type Model = Record<string, Value>;
-
-function cmpCodePoints(a: string, b: string): number {
-  const A = Array.from(a);
-  const B = Array.from(b);
-  for (let i = 0; i < Math.min(A.length, B.length); i++) {
-    const d = A[i]!.codePointAt(0)! - B[i]!.codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return A.length - B.length;
-}
-const opt = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
-const distinctSorted = (items: unknown[]) => [...new Set(items.map(opt).filter((x): x is string => x !== null))].sort(cmpCodePoints);
-const joinList = (items: unknown[]) => { const l = distinctSorted(items); return l.length ? l.join(', ') : null; };
-/** Source timestamp → JSON form: UTC, digits past milliseconds truncated, `+00:00`. */
-function jsonTime(v: unknown): string | null {
-  if (typeof v !== 'string' || v === '') return null;
-  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/.exec(v);
-  if (!m) throw new Error(`unexpected fixture timestamp ${v}`);
-  return new Date(`${m[1]}.${(m[2] ?? '').padEnd(3, '0').slice(0, 3)}${m[3]}`).toISOString().replace(/Z$/, '+00:00');
-}
-function sourceFile(name: string): Src[] {
-  const dir = mkdtempSync(join(tmpdir(), 'fixture-read-'));
-  try {
-    fx.writeSmallSource(dir);
-    return readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-const PROJECTS = sourceFile('projects.ndjson');
-const WS = fx.workspaces as Src[];
-const PROVIDERS = fx.providers as Src[];
-const MODULES = fx.modules as Src[];
-
-function workspaceModel(w: Src): Model {
-  const uses = (rows: Src[]) => distinctSorted(rows.filter((r) => r.workspace_id === w.id).map((r) => (opt(r.version) ? `${r.source}@${r.version}` : r.source)));
-  const providers = uses(PROVIDERS);
-  const modules = uses(MODULES);
-  const c = (k: string): number => w.checks?.[k] ?? 0;
-  return {
-    all_checks_succeeded: c('failed') === 0 && c('errored') === 0,
-    checks_errored: c('errored'),
-    checks_failed: c('failed'),
-    checks_passed: c('passed'),
-    checks_unknown: c('unknown'),
-    current_run_applied_at: jsonTime(w.current_run?.applied_at),
-    current_run_external_id: w.current_run?.id ?? null,
-    current_run_status: opt(w.current_run?.status),
-    drifted: w.drift?.drifted ?? null,
-    external_id: w.id,
-    module_count: modules.length,
-    modules: modules.length ? modules.join(', ') : null,
-    organization_name: w.organization,
-    project_external_id: w.project_id,
-    project_name: PROJECTS.find((p) => p.id === w.project_id)!.name,
-    provider_count: providers.length,
-    providers: providers.length ? providers.join(', ') : null,
-    resources_drifted: w.drift?.resources_drifted ?? null,
-    resources_undrifted: w.drift?.resources_undrifted ?? null,
-    state_version_terraform_version: opt(w.state_version_engine_version),
-    tags: joinList(w.tags ?? []),
-    vcs_repo_identifier: opt(w.vcs_repo_identifier),
-    workspace_created_at: jsonTime(w.created_at),
-    workspace_name: w.name,
-    workspace_terraform_version: opt(w.engine_version),
-    workspace_updated_at: jsonTime(w.updated_at),
-  };
-}
-
-type AggView = 'tf_versions' | 'providers' | 'modules';
-const PREFIX: Record<AggView, string> = { tf_versions: 'tfv', providers: 'prv', modules: 'mod' };
-const rowId = (prefix: string, org: string, view: string, keys: (string | null)[]) =>
-  `${prefix}-${createHash('sha256').update([org, view, ...keys.map((k) => k ?? '')].join('\n'), 'utf8').digest('hex').slice(0, 16)}`;
-
-function aggregateModel(view: AggView, org: string = fx.ORG): { id: string; attributes: Model }[] {
-  const orgWs = WS.filter((w) => w.organization === org);
-  const groups = new Map<string, { keys: (string | null)[]; ws: Src[] }>();
-  const add = (keys: (string | null)[], w: Src) => {
-    const k = JSON.stringify(keys);
-    const g = groups.get(k) ?? { keys, ws: [] };
-    if (!g.ws.includes(w)) g.ws.push(w);
-    groups.set(k, g);
-  };
-  if (view === 'tf_versions') {
-    for (const w of orgWs) if (opt(w.engine_version) !== null) add([opt(w.engine_version)], w);
-  } else {
-    for (const u of view === 'providers' ? PROVIDERS : MODULES) {
-      const w = orgWs.find((x) => x.id === u.workspace_id);
-      if (w) add([u.name, u.source, opt(u.version), opt(u.registry_type)], w);
-    }
-  }
-  return [...groups.values()].map((g) => {
-    const common = { workspace_count: g.ws.length, workspaces: joinList(g.ws.map((w) => w.name)) };
-    const attributes: Model = view === 'tf_versions'
-      ? { version: g.keys[0]!, ...common }
-      : { name: g.keys[0]!, registry_type: g.keys[3]!, source: g.keys[1]!, version: g.keys[2]!, ...common };
-    return { id: rowId(PREFIX[view], org, view, g.keys), attributes };
-  });
-}
-const kebab = (m: Model) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k.replace(/_/g, '-'), v]));
 
 const [a1, a2, a3, a4, a5] = ['ws-aaa1', 'ws-aaa2', 'ws-aaa3', 'ws-aaa4', 'ws-aaa5'];
 const DEFAULT_ORDER = [a3, a5, a1, a2, a4];
