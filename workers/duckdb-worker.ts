@@ -63,6 +63,49 @@ channel.onmessage = (event) => {
 };
 channel.unref();
 
+// Snapshot databases attached to this worker's instance (instance-wide: every connection sees them).
+// Attached once per snapshot, serialized; detached when idle and no longer among the newest two.
+interface Attached { ready: Promise<void>; running: number; order: number }
+const attached = new Map<string, Attached>();
+let attachOrder = 0;
+
+async function attach(db: DuckDBInstance, target: NonNullable<Task['attach']>): Promise<Attached> {
+  let entry = attached.get(target.alias);
+  if (!entry) {
+    const ready = (async () => {
+      const setup = await db.connect();
+      try {
+        await setup.run(`ATTACH '${target.path.replace(/'/g, "''")}' AS "${target.alias}" (READ_ONLY)`);
+      } finally {
+        setup.closeSync();
+      }
+    })();
+    entry = { ready, running: 0, order: ++attachOrder };
+    attached.set(target.alias, entry);
+    ready.catch(() => attached.delete(target.alias));
+    void detachStale(db);
+  }
+  await entry.ready;
+  return entry;
+}
+
+async function detachStale(db: DuckDBInstance): Promise<void> {
+  const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, 2).map(([alias]) => alias);
+  for (const [alias, entry] of attached) {
+    if (newest.includes(alias) || entry.running > 0) continue;
+    attached.delete(alias);
+    const setup = await db.connect();
+    try {
+      await entry.ready;
+      await setup.run(`DETACH "${alias}"`);
+    } catch {
+      // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
+    } finally {
+      setup.closeSync();
+    }
+  }
+}
+
 async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
   const cancelled = early.get(task.id);
   if (cancelled) {
@@ -70,7 +113,17 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
     return { ok: false, code: cancelled.reason, message: 'cancelled before it started' };
   }
   if (Date.now() >= task.deadline) return { ok: false, code: 'timeout', message: 'deadline passed while queued' };
-  const connection = await (await database()).connect();
+  const db = await database();
+  let snapshot: Attached | undefined;
+  if (task.attach) {
+    try {
+      snapshot = await attach(db, task.attach);
+    } catch (e) {
+      return { ok: false, code: 'error', message: `cannot attach the snapshot: ${(e as Error).message}` };
+    }
+    snapshot.running++;
+  }
+  const connection = await db.connect();
   const state: Running = { connection };
   running.set(task.id, state);
   const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
@@ -84,6 +137,7 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
     if (state.repeat) clearInterval(state.repeat);
     running.delete(task.id);
     connection.closeSync();
+    if (snapshot) snapshot.running--;
   }
 }
 

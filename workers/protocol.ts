@@ -19,6 +19,8 @@ export interface WorkerConfig {
 interface TaskBase {
   /** Unique per task; cancel messages name it. */
   id: string;
+  /** A snapshot database to attach read-only (once per worker) before running; null for Parquet relations. */
+  attach: { alias: string; path: string } | null;
   /** Epoch milliseconds at which the worker interrupts the query. */
   deadline: number;
 }

@@ -26,6 +26,7 @@ export type ExportEnd =
 
 export interface ExportRequest {
   pool: QueryPool;
+  attach: { alias: string; path: string } | null;
   fifoDir: string;
   query: Statement;
   deadline: number;
@@ -52,7 +53,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     let stopped: { code: 'timeout' | 'cancelled' | 'error'; message: string } | undefined;
     let settled = false;
 
-    const task = r.pool.runExport(id, { deadline: r.deadline, query: r.query, fifo });
+    const task = r.pool.runExport(id, { attach: r.attach, deadline: r.deadline, query: r.query, fifo });
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
     const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
     r.res.once('close', onClientGone);

@@ -6,6 +6,7 @@ import { ApiError, queryTimeout } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
 
 export interface PageRun {
+  attach: { alias: string; path: string } | null;
   count: Statement;
   page: Statement;
   offset: number;

@@ -9,8 +9,16 @@ import {
   pruneSnapshots, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
 
+/** A DuckDB file a worker attaches read-only under `alias` before querying the snapshot. */
+export interface Attachment {
+  alias: string;
+  path: string;
+}
+
 export interface Snapshot {
   id: string;
+  /** The snapshot's DuckDB file, when it has one; its views are then tables of that database. */
+  attachment: Attachment | null;
   manifest: Manifest;
   access: AccessData;
   organizations: ReadonlySet<string>;
@@ -27,6 +35,17 @@ export type SnapshotState =
   | { status: 'none' }
   | { status: 'ready'; snapshot: Snapshot }
   | { status: 'broken'; id: string; error: string };
+
+async function checkDuckdb(path: string): Promise<void> {
+  const handle = await fs.open(path, 'r');
+  try {
+    const magic = Buffer.alloc(4);
+    await handle.read(magic, 0, 4, 8);
+    if (magic.toString() !== 'DUCK') throw new Error(`${path} is not a DuckDB database file`);
+  } finally {
+    await handle.close();
+  }
+}
 
 async function checkParquet(path: string): Promise<void> {
   const handle = await fs.open(path, 'r');
@@ -50,15 +69,23 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     await checkParquet(path);
     paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
   }
+  let attachment: Attachment | null = null;
+  if (manifest.database) {
+    const path = join(dir, manifest.database);
+    await checkDuckdb(path);
+    // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
+    attachment = { alias: `snapshot_${id.replace(/[^0-9A-Za-z]/g, '_')}`, path };
+  }
   return {
     id,
+    attachment,
     manifest,
     access,
     organizations: new Set(access.organizations),
     relation(view) {
       const relation = paths.get(view);
       if (!relation) throw new Error(`snapshot ${id} has no file for view ${view}`);
-      return relation;
+      return attachment ? `"${attachment.alias}"."${view}"` : relation;
     },
   };
 }

@@ -7,6 +7,9 @@ import { versionKey } from '../catalog/version-order.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
 import { DISTINCT_VERSIONS_SQL, stagingStatements } from './staging.js';
 import { viewFileStatements } from './view-files.js';
+
+/** The DuckDB file of a snapshot, derived from its Parquet files. */
+export const DATABASE_FILE = 'snapshot.duckdb';
 import {
   fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from './snapshot-dir.js';
@@ -54,6 +57,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       source,
       counts: validation.counts,
       files: Object.fromEntries(viewFileStatements(tmp).map((v) => [v.view, v.file])),
+      database: DATABASE_FILE,
       rows,
     };
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(validation.access));
@@ -98,6 +102,16 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
       const n = await db.runAndReadAll(`SELECT count(*) FROM read_parquet('${join(dir, file).replace(/'/g, "''")}')`);
       rows[view] = Number(n.getRows()[0]![0]);
     }
+    // A read-only DuckDB file derived from the Parquet files: the workers query it (docs/performance.md:
+    // DuckDB's own storage answers pages about four times faster than Parquet); the Parquet files stay the
+    // snapshot's portable form.
+    progress(`writing ${DATABASE_FILE}`);
+    await db.run(`ATTACH '${join(dir, DATABASE_FILE).replace(/'/g, "''")}' AS snapshot_out`);
+    for (const { view, file } of viewFileStatements(dir)) {
+      await db.run(`CREATE TABLE snapshot_out."${view}" AS SELECT * FROM read_parquet('${join(dir, file).replace(/'/g, "''")}') ORDER BY _org, _id`);
+    }
+    await db.run('CHECKPOINT snapshot_out');
+    await db.run('DETACH snapshot_out');
     return rows;
   } finally {
     db.closeSync();

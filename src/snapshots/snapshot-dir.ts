@@ -17,6 +17,8 @@ export interface Manifest {
   counts: Record<string, number>;
   /** View name → file name inside the snapshot directory. */
   files: Record<string, string>;
+  /** The DuckDB file derived from the Parquet files, holding one table per view; absent in older snapshots. */
+  database?: string;
   /** Rows per view file, for sanity checks. */
   rows: Record<string, number>;
 }

@@ -33,6 +33,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const started = ctx.state.lease!.snapshot;
   const compiled = compileQuery(query, { relation: started.relation(query.view.name), organization: ctx.state.organization! });
   const result = await runPage(deps.pool, {
+    attach: started.attachment,
     count: compiled.count,
     page: compiled.page,
     offset: (query.page.number - 1) * query.page.size,
@@ -62,6 +63,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
+    attach: ctx.state.lease!.snapshot.attachment,
     fifoDir: join(tmpdir(), `explorer-${process.pid}`),
     query: compiled.export,
     deadline: Date.now() + deps.config.queryTimeoutMs,
