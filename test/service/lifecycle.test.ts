@@ -86,4 +86,21 @@ describe('the serve process', function () {
     const messages = logs.map((l) => l.msg);
     expect(messages).to.include.members(['signal received', 'shutting down', 'grace period over: interrupting the remaining queries', 'stopped']);
   });
+
+  it('refuses to start on a damaged state journal, naming the line, and leaves the journal as it was', async () => {
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const { execFile } = await import('node:child_process');
+    const journal = join(dataDir, 'state', 'journal.ndjson');
+    const text = readFileSync(journal, 'utf8');
+    const damaged = text.replace(/"kind":"organization"/, '"kind":"organizatiom"');
+    expect(damaged).to.not.equal(text);
+    writeFileSync(journal, damaged);
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, [CLI, 'serve'], { env: { ...process.env, DATA_DIR: dataDir, PORT: '0' } }, (e, _out, stderr) =>
+        resolve({ code: e ? (e as { code?: number }).code ?? 1 : 0, stderr }));
+    });
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.match(/journal\.ndjson:1: /);
+    expect(readFileSync(journal, 'utf8')).to.equal(damaged);
+  });
 });

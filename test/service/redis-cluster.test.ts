@@ -88,9 +88,13 @@ describe('a Redis outage', function () {
   this.timeout(60_000);
   let redis: TestRedis;
   let h: Harness;
+  const lines: Record<string, unknown>[] = [];
   before(async () => {
     redis = await startTestRedis({ persistent: true });
-    h = await startHarness({ env: { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, RATE_LIMIT_MAX: '1000' } });
+    h = await startHarness({
+      env: { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, RATE_LIMIT_MAX: '1000' },
+      logger: { log: (level, msg, fields) => { lines.push({ level, msg, ...fields }); } },
+    });
   });
   after(async () => {
     await h.close();
@@ -108,6 +112,8 @@ describe('a Redis outage', function () {
     await waitFor(async () => (await json(await h.request('/readyz', { token: null }))).redis.state === 'down', 5000, 'redis down');
     const query = await call(h.url, h.tokens.org, '/api/v2/organizations/acme-corp/explorer?type=providers');
     expect(query.status).to.equal(200);
+    // The limiter could not count this request: it let it through and said so.
+    expect(lines.some((l) => l.level === 'warn' && l.msg === 'rate limiter unavailable: letting requests through')).to.equal(true);
     expect((await h.request('/readyz', { token: null })).status).to.equal(200);
     for (const [path, init] of [[VIEWS, {}], [`${VIEWS}/${id}`, {}], [VIEWS, { method: 'POST', body: body('during the outage') }]] as const) {
       const res = await call(h.url, h.tokens.org, path, init);
