@@ -5,6 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
+import { errorBody, JSONAPI } from './http/jsonapi.js';
+import { ApiError } from './errors.js';
+
+/** Node's default, made explicit: the request line and headers together. */
+export const MAX_HEADER_BYTES = 16 * 1024;
 import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/current-snapshot.js';
@@ -33,7 +38,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
   let draining = false;
   const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });
-  const server = createServer(app.callback());
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app.callback());
+  // Requests Node rejects before Koa sees them (oversized or malformed headers) still get a JSON:API body.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const [status, title, detail] = err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', `The request headers may be at most ${MAX_HEADER_BYTES} bytes.`]
+      : [400, 'Bad Request', 'The request is not valid HTTP.'];
+    const body = errorBody(new ApiError(status, title.toLowerCase(), detail));
+    socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: ${JSONAPI}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
   server.keepAliveTimeout = 5000;
   server.listen(config.port, config.host);
   await once(server, 'listening');

@@ -43,8 +43,8 @@ export function viewQuerySchema(view: View): Schema {
     type: 'object',
     required: ['filter'],
     properties: {
-      fields: { type: 'array', minItems: 1, items: { enum: names } },
-      sort: { type: 'array', minItems: 1, items: { enum: [...names, ...names.map((n) => `-${n}`)] } },
+      fields: { type: 'array', minItems: 1, maxItems: 100, items: { enum: names } },
+      sort: { type: 'array', minItems: 1, maxItems: 20, items: { enum: [...names, ...names.map((n) => `-${n}`)] } },
       filter: { type: 'array', maxItems: 100, items: filterSchema(view) },
       page: { $ref: 'page' },
     },

@@ -10,6 +10,7 @@ import type { StateStore } from '../store/state-store.js';
 import { authorizeOrganization, identify, requireToken } from './middleware/access.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { errors } from './middleware/errors.js';
+import { urlLimit } from './middleware/limits.js';
 import { requestId } from './middleware/request-id.js';
 import { requestLog } from './middleware/request-log.js';
 import { explorerRoutes } from './routes/explorer.js';
@@ -48,6 +49,7 @@ export function createApp(services: Services): Koa<RequestState> {
   app.use(requestId());
   app.use(requestLog(services.logger));
   app.use(errors(services.logger));
+  app.use(urlLimit());
   app.use(ops.routes());
   app.use(organization.routes());
   app.use(organization.allowedMethods({ throw: false }));

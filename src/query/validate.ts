@@ -69,9 +69,9 @@ function describe(view: View, doc: QueryDocument, error: ErrorObject): { path: s
   }
   if (section === 'filter') return { path: '/filter', detail: `At most ${MAX_VALUES} filter values are allowed.` };
   if (section === 'fields' && indexText !== undefined) return { path, detail: `${JSON.stringify(doc.fields![index])} is not a field of the ${view.name} view. Fields: ${view.fields.map((x) => x.name).join(', ')}.` };
-  if (section === 'fields') return { path, detail: 'Name at least one field.' };
+  if (section === 'fields') return { path, detail: error.keyword === 'maxItems' ? 'Name at most 100 fields.' : 'Name at least one field.' };
   if (section === 'sort' && indexText !== undefined) return { path, detail: `${JSON.stringify(doc.sort![index])} is not a sortable field of the ${view.name} view (a field name, optionally prefixed by "-").` };
-  if (section === 'sort') return { path, detail: 'Name at least one sort key.' };
+  if (section === 'sort') return { path, detail: error.keyword === 'maxItems' ? 'Give at most 20 sort keys.' : 'Name at least one sort key.' };
   if (section === 'page') return { path, detail: `page[${indexText}] must be a whole number of at least 1.` };
   return { path, detail: `Invalid query: ${error.message ?? 'schema violation'}.` };
 }
