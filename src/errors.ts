@@ -33,5 +33,8 @@ export const unauthorized = (detail = 'A valid API token is required: send "Auth
 export const noSnapshot = () =>
   new ApiError(503, 'service unavailable', 'No snapshot is loaded yet; load one with `explorer load <dir>` and retry.', undefined, { 'Retry-After': '5' });
 
+export const snapshotUnavailable = () =>
+  new ApiError(503, 'service unavailable', 'The snapshot\'s data cannot be read right now; retry shortly.', undefined, { 'Retry-After': '5' });
+
 export const queryTimeout = (seconds: number) =>
   new ApiError(504, 'query timed out', `The query ran longer than ${seconds} seconds and was stopped. Try a simpler query with fewer filters.`);

@@ -33,14 +33,14 @@ function database(): Promise<DuckDBInstance> {
 
 interface Running {
   connection: DuckDBConnection;
-  reason?: Exclude<FailureCode, 'error'>;
+  reason?: 'timeout' | 'cancelled';
   repeat?: NodeJS.Timeout;
 }
 const running = new Map<string, Running>();
 /** Cancels that arrived before their task started (it may still be queued). */
-const early = new Map<string, { reason: Exclude<FailureCode, 'error'>; at: number }>();
+const early = new Map<string, { reason: 'timeout' | 'cancelled'; at: number }>();
 
-function stop(task: Running, reason: Exclude<FailureCode, 'error'>): void {
+function stop(task: Running, reason: 'timeout' | 'cancelled'): void {
   task.reason ??= reason;
   task.connection.interrupt();
   // interrupt() only reaches a statement that is running; repeat it so that one about to start is caught too.
@@ -119,7 +119,7 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
     try {
       snapshot = await attach(db, task.attach);
     } catch (e) {
-      return { ok: false, code: 'error', message: `cannot attach the snapshot: ${(e as Error).message}` };
+      return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
     }
     snapshot.running++;
   }

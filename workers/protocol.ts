@@ -44,7 +44,8 @@ export interface ExportTask extends TaskBase {
 
 export type Task = PageTask | ExportTask;
 
-export type FailureCode = 'timeout' | 'cancelled' | 'error';
+/** `unavailable`: the snapshot's data cannot be read (missing or damaged file); the client gets a 503. */
+export type FailureCode = 'timeout' | 'cancelled' | 'unavailable' | 'error';
 
 export type PageResult =
   | { ok: true; total: number; rows: number; body: Uint8Array }
@@ -55,5 +56,5 @@ export type ExportResult =
   | { ok: false; code: FailureCode; message: string };
 
 export type ControlMessage =
-  | { type: 'cancel'; id: string; reason: Exclude<FailureCode, 'error'> }
+  | { type: 'cancel'; id: string; reason: 'timeout' | 'cancelled' }
   | { type: 'cancel-all' };

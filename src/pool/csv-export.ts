@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { ExportResult, Statement } from '../../workers/protocol.js';
+import type { ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
 import type { QueryPool } from './query-pool.js';
 
 const run = promisify(execFile);
@@ -20,9 +20,9 @@ const run = promisify(execFile);
 export type ExportEnd =
   | { kind: 'complete'; rows: number; bytes: number }
   /** Failed before any byte was sent: the caller can still answer with an error status. */
-  | { kind: 'failed'; code: 'timeout' | 'cancelled' | 'error' | 'overloaded'; message: string }
+  | { kind: 'failed'; code: FailureCode | 'overloaded'; message: string }
   /** Failed or cancelled after the response started: the response was destroyed. */
-  | { kind: 'aborted'; code: 'timeout' | 'cancelled' | 'error'; message: string; bytes: number };
+  | { kind: 'aborted'; code: FailureCode; message: string; bytes: number };
 
 export interface ExportRequest {
   pool: QueryPool;
@@ -50,7 +50,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     let bytes = 0;
     let eof = false;
     let result: ExportResult | undefined;
-    let stopped: { code: 'timeout' | 'cancelled' | 'error'; message: string } | undefined;
+    let stopped: { code: FailureCode; message: string } | undefined;
     let settled = false;
 
     const task = r.pool.runExport(id, { attach: r.attach, deadline: r.deadline, query: r.query, fifo });
@@ -86,7 +86,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
       } else stop(result.code, result.message);
     };
 
-    function stop(code: 'timeout' | 'cancelled' | 'error', message: string) {
+    function stop(code: FailureCode, message: string) {
       if (stopped || settled) return;
       stopped = { code, message };
       r.pool.cancel(id, code === 'timeout' ? 'timeout' : 'cancelled');

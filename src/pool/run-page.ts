@@ -2,7 +2,7 @@
 // enforces the deadline itself; the timer here also answers a request whose task is still queued.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PageResult, Statement } from '../../workers/protocol.js';
-import { ApiError, queryTimeout } from '../errors.js';
+import { ApiError, queryTimeout, snapshotUnavailable } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
 
 export interface PageRun {
@@ -42,6 +42,7 @@ export async function runPage(pool: QueryPool, run: PageRun, req: IncomingMessag
     if (result.ok) return result;
     if (result.code === 'timeout') throw queryTimeout(run.timeoutMs / 1000);
     if (result.code === 'cancelled') throw clientClosed();
+    if (result.code === 'unavailable') throw snapshotUnavailable();
     throw new Error(`query failed in DuckDB: ${result.message}`);
   } catch (e) {
     if (e instanceof PoolOverloadedError) throw overloaded();

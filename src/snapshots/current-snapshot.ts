@@ -63,6 +63,10 @@ async function checkParquet(path: string): Promise<void> {
 export async function openSnapshot(dataDir: string, id: string): Promise<Snapshot> {
   const [manifest, access] = await Promise.all([readManifest(dataDir, id), readAccess(dataDir, id)]);
   const dir = snapshotPath(dataDir, id);
+  for (const [name, size] of Object.entries(manifest.sizes ?? {})) {
+    const actual = (await fs.stat(join(dir, name)).catch(() => null))?.size;
+    if (actual !== size) throw new Error(`${name} is ${actual === undefined ? 'missing' : `${actual} bytes, not ${size}`}`);
+  }
   const paths = new Map<string, string>();
   for (const [view, file] of Object.entries(manifest.files)) {
     const path = join(dir, file);

@@ -60,6 +60,9 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       database: DATABASE_FILE,
       rows,
     };
+    const sizes: Record<string, number> = {};
+    for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
+    manifest.sizes = sizes;
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(validation.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
     for (const name of await fs.readdir(tmp)) await fsyncPath(join(tmp, name));

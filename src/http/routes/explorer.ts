@@ -4,7 +4,7 @@ import type { ParameterizedContext } from 'koa';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
-import { queryTimeout } from '../../errors.js';
+import { queryTimeout, snapshotUnavailable } from '../../errors.js';
 import { streamExport } from '../../pool/csv-export.js';
 import type { QueryPool } from '../../pool/query-pool.js';
 import { clientClosed, overloaded, runPage } from '../../pool/run-page.js';
@@ -81,6 +81,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
     if (end.code === 'timeout') throw queryTimeout(deps.config.queryTimeoutMs / 1000);
     if (end.code === 'cancelled') throw clientClosed();
     if (end.code === 'overloaded') throw overloaded();
+    if (end.code === 'unavailable') throw snapshotUnavailable();
     throw new Error(`export failed in DuckDB: ${end.message}`);
   }
   ctx.status = 200;
