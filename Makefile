@@ -10,7 +10,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test sample load clean bench
+.PHONY: install build run test sample load clean bench soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -51,3 +51,8 @@ clean:
 # Not part of make test. BENCH_SKIP_LOAD=1 reuses the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios.
 bench: build
 	node dist/bench/run.js
+
+# Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, a memory
+# trend over 10 %, or FIFOs left behind. SOAK_SECONDS overrides the length.
+soak: build
+	node dist/bench/soak.js

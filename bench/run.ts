@@ -7,10 +7,9 @@
 // BENCH_SCENARIOS (default A,B,C,D,E,F,G).
 import autocannon from 'autocannon';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
@@ -20,10 +19,9 @@ import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
+import { CLI, ROOT, rssMb, startServerProcess, stopServerProcess } from './lib.js';
 
 const run = promisify(execFile);
-const ROOT = resolve(new URL('../..', import.meta.url).pathname);
-const CLI = join(ROOT, 'dist/src/cli/main.js');
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -69,36 +67,8 @@ async function scenarioF(): Promise<void> {
   });
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => res(port)); });
-  });
-}
 
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
 
-async function startServer(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    // As `npm run explorer -- serve` starts it, with the rate limit out of the way of a load test.
-    env: { ...process.env, DATA_DIR: BENCH_DIR, PORT: String(port), UV_THREADPOOL_SIZE: '32', RATE_LIMIT_MAX: '100000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolveListen, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      buffer += b.toString();
-      if (buffer.includes('"msg":"listening"')) resolveListen();
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-  child.stdout!.resume();
-  return { url: `http://127.0.0.1:${port}`, child };
-}
 
 interface Org { name: string; workspaces: number }
 
@@ -181,7 +151,8 @@ async function main(): Promise<void> {
   const smallTokens = await Promise.all(small.map(async (o) => ({ org: o.name, token: (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench' })).token })));
   await store.close();
 
-  const { url, child } = await startServer();
+  // As `npm run explorer -- serve` starts it, with the rate limit out of the way of a load test.
+  const { url, child } = await startServerProcess({ DATA_DIR: BENCH_DIR, RATE_LIMIT_MAX: '100000000' });
   const pid = child.pid!;
   const auth = { Authorization: `Bearer ${token}` };
   const orgUrl = (org: string) => `${url}/api/v2/organizations/${org}/explorer`;
@@ -252,8 +223,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopServerProcess(child);
   }
 
   console.log('\nNo result cache exists in the service: every scenario is uncached.\n');

@@ -1,0 +1,111 @@
+// make soak: a long mixed load on loopback — pages over every view, CSV exports and saved-view writes —
+// against the real server process. Passes when no response is a 5xx, memory shows no upward trend after
+// warm-up (≤ 10 % between the first and last thirds), and descriptors and FIFOs return to their baseline.
+// SOAK_SECONDS (default 600), SOAK_DIR (default $DATA_DIR/soak).
+import autocannon from 'autocannon';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { issueToken } from '../src/access/tokens.js';
+import { loadSnapshot } from '../src/snapshots/load.js';
+import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
+import { writeSample } from '../src/snapshots/sample.js';
+import { openStateStore } from '../src/store/open-store.js';
+import { ROOT, openFds, rssMb, startServerProcess, stopServerProcess } from './lib.js';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
+const DIR = resolve(process.env.SOAK_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'soak'));
+const log = (m: string) => process.stderr.write(`[soak] ${m}\n`);
+
+async function main(): Promise<void> {
+  mkdirSync(DIR, { recursive: true });
+  if (!(await readCurrentId(DIR))) {
+    log('generating and loading the soak snapshot (100 organizations, 50,000 workspaces)');
+    await writeSample(join(DIR, 'source'), { organizations: 100, workspaces: 50_000, seed: 2 });
+    await loadSnapshot(join(DIR, 'source'), { dataDir: DIR });
+  }
+  const store = await openStateStore({ dataDir: DIR });
+  const orgs = ['acme-corp', 'globex', 'initech', 'umbrella', 'hooli'];
+  const tokens = Object.fromEntries(await Promise.all(orgs.map(async (o) => [o, (await issueToken(store, { kind: 'organization', organization: o, description: 'soak' })).token] as const)));
+  await store.close();
+
+  const { url, child } = await startServerProcess({ DATA_DIR: DIR, RATE_LIMIT_MAX: '100000000' });
+  const pid = child.pid!;
+  const fifoDir = join(tmpdir(), `explorer-${pid}`);
+  const fifos = () => (existsSync(fifoDir) ? readdirSync(fifoDir).length : 0);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
+  const pages = [
+    '?type=workspaces', '?type=workspaces&sort=-workspace_updated_at&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api',
+    '?type=providers&sort=-workspace_count', '?type=modules', '?type=tf_versions',
+    '?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true&page%5Bnumber%5D=2',
+  ];
+
+  // Saved-view writes run beside the HTTP load: create, rename, delete, over and over.
+  let writing = true;
+  let writes = 0;
+  const writeErrors: string[] = [];
+  const writer = (async () => {
+    for (let i = 0; writing; i++) {
+      const org = pick(orgs);
+      const headers = { Authorization: `Bearer ${tokens[org]}`, 'Content-Type': 'application/json' };
+      const views = `${url}/api/v2/organizations/${org}/explorer/views`;
+      const body = (name: string) => JSON.stringify({ data: { name, query_type: 'providers', query: { filter: [{ field: 'name', operator: 'is', value: ['aws'] }] } } });
+      const created = await fetch(views, { method: 'POST', headers, body: body(`soak ${i}`) });
+      if (created.status >= 500) writeErrors.push(`POST ${created.status}`);
+      if (created.status !== 201) continue;
+      const id = ((await created.json()) as { data: { id: string } }).data.id;
+      for (const [method, payload] of [['PATCH', body(`soak ${i} renamed`)], ['DELETE', undefined]] as const) {
+        const res = await fetch(`${views}/${id}`, { method, headers, body: payload });
+        await res.arrayBuffer();
+        if (res.status >= 500) writeErrors.push(`${method} ${res.status}`);
+      }
+      writes += 3;
+    }
+  })();
+
+  const fdsStart = openFds(pid);
+  const rss: number[] = [];
+  const sampler = setInterval(() => rss.push(rssMb(pid)), 10_000);
+  log(`running ${SECONDS} s against ${url}`);
+  const result = await autocannon({
+    url, connections: 16, duration: SECONDS,
+    requests: [{ setupRequest: (req) => {
+      const org = pick(orgs);
+      const x = Math.random();
+      const path = x < 0.9 ? `/api/v2/organizations/${org}/explorer${pick(pages)}`
+        : `/api/v2/organizations/${org === 'acme-corp' ? 'hooli' : org}/explorer/export/csv?type=workspaces`;
+      return { ...req, path, headers: { Authorization: `Bearer ${tokens[org === 'acme-corp' && x >= 0.9 ? 'hooli' : org]}` } };
+    } }],
+  });
+  clearInterval(sampler);
+  writing = false;
+  await writer;
+  await new Promise((r) => setTimeout(r, 3000)); // let keep-alive sockets and export FIFOs wind down
+  const fdsEnd = openFds(pid);
+  const fifosEnd = fifos();
+  const exitCode = await stopServerProcess(child);
+
+  const status = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {};
+  const fiveHundreds = Object.entries(status).filter(([code]) => Number(code) >= 500).reduce((n, [, v]) => n + v.count, 0) + writeErrors.length;
+  const settled = rss.slice(1); // the first sample is warm-up
+  const third = Math.max(1, Math.floor(settled.length / 3));
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const early = mean(settled.slice(0, third));
+  const late = mean(settled.slice(-third));
+  const report = {
+    date: new Date().toISOString(), seconds: SECONDS, requests: result.requests.total, writes,
+    status, errors: result.errors, timeouts: result.timeouts, fiveHundreds,
+    latency: { p50: result.latency.p50, p99: result.latency.p99 },
+    rss_mb: rss.map((x) => Math.round(x)), rssTrend: late / early - 1,
+    fds: { start: fdsStart, end: fdsEnd }, fifosEnd, exitCode,
+  };
+  // A few descriptors of slack: the writer's own keep-alive sockets may still be open at the end.
+  const ok = fiveHundreds === 0 && result.errors === 0 && report.rssTrend <= 0.1 && fifosEnd === 0 && fdsEnd <= fdsStart + 4 && exitCode === 0;
+  console.log(JSON.stringify(report, null, 2));
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(join(ROOT, 'bench', 'results', `soak-${report.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(report, null, 2) + '\n');
+  console.log(ok ? 'soak: passed' : 'soak: FAILED');
+  process.exitCode = ok ? 0 : 1;
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
