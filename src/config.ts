@@ -15,6 +15,7 @@ export interface Config {
   duckdbThreads: number;
   duckdbMemoryLimit: string;
   poolMaxQueue: number;
+  exportConcurrency: number | null;
   snapshotPollMs: number;
   shutdownGraceMs: number;
   /** Shared state (tokens, saved views, rate-limit counters) lives in Redis when set. */
@@ -49,6 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbThreads: int(env, 'DUCKDB_THREADS', 1, 1),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
+    exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     redisUrl: env.REDIS_URL || null,

@@ -35,6 +35,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     memoryLimit: config.duckdbMemoryLimit,
     tempDirectory: join(config.dataDir, 'tmp', 'duckdb'),
     maxQueue: config.poolMaxQueue,
+    exportConcurrency: config.exportConcurrency ?? undefined,
   });
   let draining = false;
   const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });

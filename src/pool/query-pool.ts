@@ -16,6 +16,8 @@ export interface PoolOptions {
   memoryLimit: string;
   tempDirectory: string;
   maxQueue: number;
+  /** Exports that may run at once; the rest wait, so that pages always find a free slot. */
+  exportConcurrency?: number;
 }
 
 export class PoolOverloadedError extends Error {
@@ -32,6 +34,9 @@ export class QueryPool {
   private readonly channel: BroadcastChannel;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closing = new Set<() => void>();
+  private readonly exportLimit: number;
+  private exportsRunning = 0;
+  private readonly exportWaiters: (() => void)[] = [];
   private closed = false;
   private channelClosed = false;
 
@@ -53,6 +58,8 @@ export class QueryPool {
     });
     this.channel = new BroadcastChannel(name);
     this.channel.unref();
+    // A stalled client keeps its export's worker slot until the deadline; never let exports take them all.
+    this.exportLimit = opts.exportConcurrency ?? Math.max(1, Math.floor((opts.workers * opts.concurrencyPerWorker) / 2));
   }
 
   /** Capacity of the pool: queries that run at once. */
@@ -76,8 +83,19 @@ export class QueryPool {
     return this.submit({ ...task, id, kind: 'page' });
   }
 
-  runExport(id: string, task: Omitted<ExportTask>): Promise<ExportResult> {
-    return this.submit({ ...task, id, kind: 'export' });
+  async runExport(id: string, task: Omitted<ExportTask>): Promise<ExportResult> {
+    if (this.exportsRunning >= this.exportLimit) {
+      if (this.exportWaiters.length >= this.piscina.options.maxQueue) throw new PoolOverloadedError();
+      await new Promise<void>((resolve) => this.exportWaiters.push(resolve));
+    }
+    this.exportsRunning++;
+    try {
+      // A cancel that arrived while waiting here is remembered by the workers: the task returns at once.
+      return await this.submit<ExportResult>({ ...task, id, kind: 'export' });
+    } finally {
+      this.exportsRunning--;
+      this.exportWaiters.shift()?.();
+    }
   }
 
   /** Interrupts the task wherever it is: queued (it will not start) or running (DuckDB stops). */

@@ -134,6 +134,36 @@ describe('exports cut off mid-stream', function () {
     expect(after.status).to.equal(200);
   });
 
+  it('keeps serving pages of another organization while many exports are stalled, then frees every export', async () => {
+    // The harness pool runs 4 queries at once; exports may take at most half, so pages always get a slot.
+    const responses: IncomingMessage[] = [];
+    const opened = Array.from({ length: 6 }, () => new Promise<void>((resolve) => {
+      get(exportUrl(), { headers: { Authorization: `Bearer ${h.tokens.org}` } }, (res) => { res.pause(); responses.push(res); resolve(); }).on('error', () => resolve());
+    }));
+    await new Promise((r) => setTimeout(r, 500));
+    for (let i = 0; i < 5; i++) {
+      const started = Date.now();
+      const page = await h.request('/api/v2/organizations/globex/explorer?type=workspaces', { token: h.tokens.otherOrg });
+      expect(page.status).to.equal(200);
+      expect(Date.now() - started).to.be.below(1500);
+    }
+    await Promise.all(opened);
+    // Past the deadline every export has ended: 504 before its first byte, or a visibly broken 200.
+    await new Promise((r) => setTimeout(r, 4500));
+    for (const res of responses) {
+      res.resume();
+      expect([200, 504]).to.include(res.statusCode);
+      if (res.statusCode === 200) {
+        await new Promise((r) => { res.on('close', r); res.on('end', r); if (res.destroyed) r(null); });
+        expect(res.complete).to.equal(false);
+      }
+    }
+    const { readdirSync, existsSync } = await import('node:fs');
+    const fifoDir = join(tmpdir(), `explorer-${process.pid}`);
+    await waitForCondition(() => !existsSync(fifoDir) || readdirSync(fifoDir).length === 0);
+    expect((await h.explorer('?type=workspaces&page%5Bsize%5D=1')).status).to.equal(200);
+  });
+
   it('streams a complete export to a client that keeps reading', async () => {
     const res = await open();
     let bytes = 0;
@@ -157,4 +187,12 @@ async function waitForLog(lines: Record<string, unknown>[], match: (l: Record<st
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`no such log line; saw ${JSON.stringify(lines.slice(-5))}`);
+}
+
+async function waitForCondition(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
