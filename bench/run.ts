@@ -85,6 +85,10 @@ const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5
 const C_QUERY = '?type=providers';
 const SMALL_QUERY = '?type=workspaces';
 
+/** Responses per status code (autocannon counts them; its types do not say so). */
+const statusCounts = (r: autocannon.Result) =>
+  Object.fromEntries(Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}).map(([k, v]) => [k, v.count]));
+
 async function cannon(label: string, opts: autocannon.Options): Promise<autocannon.Result> {
   log(`${label}: ${opts.connections} connection(s), ${opts.duration} s`);
   return autocannon({ ...opts, warmup: { connections: opts.connections ?? 1, duration: 3 } } as autocannon.Options);
@@ -210,7 +214,7 @@ async function main(): Promise<void> {
       const third = Math.max(1, Math.floor(rss.length / 3));
       const early = Math.max(...rss.slice(0, third)), late = Math.max(...rss.slice(-third));
       rows.push({ scenario: 'E', what: 'mixed A/B/C/D 40/40/15/5, 32 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx, rss_mb: `${round(rss[0]!)}→${round(rss[rss.length - 1]!)} (max ${round(Math.max(...rss))})`,
-        measured: `${r.errors + r.non2xx} errors, p99 ${r.latency.p99} ms, RSS ${round(early)}→${round(late)} MB`, target: 'zero errors, p99 ≤ 500 ms, RSS steady', pass: r.errors + r.non2xx === 0 && r.latency.p99 <= 500 && late <= early * 1.1 });
+        measured: `${r.errors + r.non2xx} errors (${r.timeouts} client time-outs after 10 s, ${r.non2xx} non-2xx: ${JSON.stringify(statusCounts(r))}), p99 ${r.latency.p99} ms, RSS ${round(early)}→${round(late)} MB`, target: 'zero errors, p99 ≤ 500 ms, RSS steady', pass: r.errors + r.non2xx === 0 && r.latency.p99 <= 500 && late <= early * 1.1 });
     }
     if (SCENARIOS.has('G')) {
       for (const [label, query, httpResult] of [['A', A_QUERY, results.A], ['C', C_QUERY, results.C]] as const) {
