@@ -27,7 +27,6 @@ export type ExportEnd =
 export interface ExportRequest {
   pool: QueryPool;
   attach: { alias: string; path: string } | null;
-  fifoDir: string;
   query: Statement;
   deadline: number;
   /** The header line, without its line feed. */
@@ -38,9 +37,9 @@ export interface ExportRequest {
 }
 
 export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
-  mkdirSync(r.fifoDir, { recursive: true });
+  mkdirSync(r.pool.fifoDirectory, { recursive: true });
   const id = r.pool.newTaskId();
-  const fifo = join(r.fifoDir, `${id}.csv`);
+  const fifo = join(r.pool.fifoDirectory, `${id}.csv`);
   await run('mkfifo', ['-m', '600', fifo]);
   const reader = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
   reader.pause();

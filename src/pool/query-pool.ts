@@ -3,6 +3,9 @@
 // stopping is always an interrupt message, and the pool is destroyed only once every task has settled.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type {
@@ -35,6 +38,8 @@ export class QueryPool {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closing = new Set<() => void>();
   private readonly exportLimit: number;
+  /** Where this pool's export FIFOs live; one directory per pool, removed when it closes. */
+  readonly fifoDirectory: string;
   private exportsRunning = 0;
   private readonly exportWaiters: (() => void)[] = [];
   private closed = false;
@@ -43,6 +48,7 @@ export class QueryPool {
   constructor(opts: PoolOptions) {
     mkdirSync(opts.tempDirectory, { recursive: true });
     const name = `explorer-pool-${randomUUID()}`;
+    this.fifoDirectory = join(tmpdir(), `explorer-${process.pid}-${name.slice(-8)}`);
     const workerData: WorkerConfig = {
       channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, tempDirectory: opts.tempDirectory,
     };
@@ -126,6 +132,7 @@ export class QueryPool {
     this.channelClosed = true;
     this.channel.close();
     await this.piscina.destroy();
+    await rm(this.fifoDirectory, { recursive: true, force: true });
   }
 
   private submit<R>(task: Task): Promise<R> {

@@ -4,7 +4,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { VIEW_NAMES } from '../catalog/catalog.js';
 import type { SavedQuery, SavedView } from '../store/state-store.js';
-import { invalidBody, normalizeFilters, storedQuery, validateSavedQuery, type QuerySource } from './saved-query.js';
+import { escapePointer, invalidBody, normalizeFilters, storedQuery, validateSavedQuery, type QuerySource } from './saved-query.js';
 
 // Compiled when the module loads, so that a broken schema stops the server at start, not a request.
 // strictRequired is off: `if: {required: ["attributes"]}` tests a member that only the branches declare.
@@ -79,8 +79,8 @@ export function parseSavedViewBody(engine: string, body: unknown, current?: Save
   if (Array.isArray(query.fields)) fields = { names: query.fields as string[], pointer: `${q}/fields` };
   else if (query.fields !== undefined) {
     const [key, names] = Object.entries(query.fields as Record<string, string[]>)[0]!;
-    if (key !== queryType) throw invalidBody(`${q}/fields/${key}`, `fields names view ${JSON.stringify(key)}, but the saved view reads ${queryType}.`);
-    fields = { names, pointer: `${q}/fields/${key}` };
+    if (key !== queryType) throw invalidBody(`${q}/fields/${escapePointer(key)}`, `fields names view ${JSON.stringify(key)}, but the saved view reads ${queryType}.`);
+    fields = { names, pointer: `${q}/fields/${escapePointer(key)}` };
   }
   const source: QuerySource = {
     filters: normalizeFilters(query.filter as Obj[], `${q}/filter`),

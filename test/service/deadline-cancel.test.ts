@@ -159,8 +159,8 @@ describe('exports cut off mid-stream', function () {
       }
     }
     const { readdirSync, existsSync } = await import('node:fs');
-    const fifoDir = join(tmpdir(), `explorer-${process.pid}`);
-    await waitForCondition(() => !existsSync(fifoDir) || readdirSync(fifoDir).length === 0);
+    const fifoDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`explorer-${process.pid}-`)).map((n) => join(tmpdir(), n));
+    await waitForCondition(() => fifoDirs().every((d) => !existsSync(d) || readdirSync(d).length === 0));
     expect((await h.explorer('?type=workspaces&page%5Bsize%5D=1')).status).to.equal(200);
   });
 

@@ -9,10 +9,17 @@ export const errors = (logger: Logger): Middleware<RequestState> => async (ctx, 
   try {
     await next();
     // Nothing answered: render the router's bare statuses as JSON:API too (Allow stays set by the router).
-    if (ctx.body === undefined && ctx.respond !== false) {
-      if (ctx.status === 404) sendError(ctx, new ApiError(404, 'not found', `No route matches ${ctx.method} ${ctx.path}.`));
-      else if (ctx.status === 405) sendError(ctx, new ApiError(405, 'method not allowed', `${ctx.method} is not allowed here; use ${ctx.response.get('Allow')}.`));
-      else if (ctx.status === 501) sendError(ctx, new ApiError(501, 'not implemented', `${ctx.method} is not supported.`));
+    // OPTIONS and methods the router has never heard of (its 501) are wrong methods like any other: 405 on
+    // a known route, 404 elsewhere — bad input never yields a 5xx.
+    const allow = ctx.response.get('Allow');
+    const routerOptions = ctx.method === 'OPTIONS' && ctx.status === 200 && !ctx.body && allow !== '';
+    if ((ctx.body === undefined || routerOptions) && ctx.respond !== false) {
+      if (ctx.status === 405 || routerOptions || (ctx.status === 501 && allow !== '')) {
+        sendError(ctx, new ApiError(405, 'method not allowed', `${ctx.method} is not allowed here; use ${allow}.`));
+      } else if (ctx.status === 404 || ctx.status === 501) {
+        ctx.remove('Allow');
+        sendError(ctx, new ApiError(404, 'not found', `No route matches ${ctx.method} ${ctx.path}.`));
+      }
     }
   } catch (e) {
     if (ctx.headerSent || ctx.respond === false) {

@@ -1,8 +1,6 @@
 // Endpoints 1 and 2: a paged JSON query and its full CSV export (explorer-api §4.1–4.2).
 import { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import { queryTimeout, snapshotUnavailable } from '../../errors.js';
 import { streamExport } from '../../pool/csv-export.js';
@@ -64,7 +62,6 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   const end = await streamExport({
     pool: deps.pool,
     attach: ctx.state.lease!.snapshot.attachment,
-    fifoDir: join(tmpdir(), `explorer-${process.pid}`),
     query: compiled.export,
     deadline: Date.now() + deps.config.queryTimeoutMs,
     header: query.fields.map((f) => f.name).join(','),
