@@ -1,8 +1,12 @@
 // Faults (issue 6): damaged snapshots, a load killed midway, the server killed during writes. The process
 // stays up, answers 503 rather than 500, never makes a half snapshot current, and loses no acknowledged write.
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, promises as fs, readdirSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, promises as fs, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { issueToken } from '../../src/access/tokens.js';
+import { loadConfig } from '../../src/config.js';
+import { openStateStore } from '../../src/store/open-store.js';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
@@ -163,5 +167,48 @@ describe('the server killed during a burst of saved-view writes', function () {
       await new Promise((r) => second.child.once('exit', r));
     }
     h.running = await startServer(h.config, silentLogger);
+  });
+});
+
+describe('a load failing on a full disk', function () {
+  this.timeout(120_000);
+  // A real full disk: DATA_DIR on a 6 MB tmpfs (these machines run tests as root, as CI does).
+  const mountPoint = join(tmpdir(), `explorer-full-disk-${process.pid}`);
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  before(() => {
+    mkdirSync(mountPoint, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mountPoint]);
+  });
+  after(async () => {
+    await server?.shutdown();
+    execFileSync('umount', [mountPoint]);
+    rmSync(mountPoint, { recursive: true, force: true });
+  });
+
+  it('fails the load with ENOSPC, keeps the current snapshot serving, leaves nothing behind, and the next load succeeds', async () => {
+    const small = join(tmpdir(), `explorer-small-${process.pid}`);
+    writeSmallSource(small);
+    await loadSnapshot(small, { dataDir: mountPoint });
+    const before = await readCurrentId(mountPoint);
+    const store = await openStateStore({ dataDir: mountPoint });
+    const token = (await issueToken(store, { kind: 'organization', organization: 'acme-corp' })).token;
+    await store.close();
+    server = await startServer(loadConfig({ DATA_DIR: mountPoint, PORT: '0', POOL_WORKERS: '1', SNAPSHOT_POLL_MS: '100', DUCKDB_MEMORY_LIMIT: '256MB' }), silentLogger);
+    const query = () => fetch(`${server!.url}/api/v2/organizations/acme-corp/explorer?type=workspaces`, { headers: { Authorization: `Bearer ${token}` } });
+    expect((await query()).status).to.equal(200);
+
+    const big = join(tmpdir(), `explorer-big-${process.pid}`);
+    await writeSample(big, { organizations: 3, workspaces: 20000, seed: 6 });
+    let failure: Error | undefined;
+    await loadSnapshot(big, { dataDir: mountPoint }).catch((e: Error) => { failure = e; });
+    expect(failure?.message ?? 'the load succeeded').to.match(/space|ENOSPC|No space/i);
+    expect(await readCurrentId(mountPoint)).to.equal(before);
+    expect(readdirSync(join(mountPoint, 'snapshots')).filter((n) => n.startsWith('.tmp-'))).to.deep.equal([]);
+    expect((await query()).status).to.equal(200);
+
+    const { manifest } = await loadSnapshot(small, { dataDir: mountPoint });
+    await waitFor(async () => (await query()).headers.get('x-explorer-snapshot') === manifest.id, 5000, 'switch after the failed load');
+    rmSync(small, { recursive: true, force: true });
+    rmSync(big, { recursive: true, force: true });
   });
 });
