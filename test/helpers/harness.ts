@@ -20,6 +20,8 @@ export interface Tokens {
   owners: string;
   readers: string;
   developers: string;
+  /** Organization token of empty-org, which has no workspaces. */
+  emptyOrg: string;
   /** alice is in acme-corp/readers; bob only in acme-corp/developers; carol in globex/owners. */
   alice: string;
   bob: string;
@@ -63,6 +65,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const tokens: Tokens = {
     org: await make('organization', ORG, null, null),
     otherOrg: await make('organization', OTHER_ORG, null, null),
+    emptyOrg: await make('organization', 'empty-org', null, null),
     owners: await make('team', ORG, 'owners', null),
     readers: await make('team', ORG, 'readers', null),
     developers: await make('team', ORG, 'developers', null),

@@ -6,8 +6,6 @@
 // ws-aaa3 `Café "core", net`, ws-aaa5 network-core, ws-aaa1 payments-api, ws-aaa2 Payments-worker, ws-aaa4 ÉTL-job.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { issueToken } from '../../src/access/tokens.js';
-import { openStateStore } from '../../src/store/open-store.js';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
 import { cmpCodePoints, WS, workspaceModel, aggregateModel, type Value, type Model } from '../helpers/fixture-model.js';
@@ -106,12 +104,7 @@ describe('HTTP explorer CSV export', function () {
 
   before(async () => {
     h = await startHarness();
-    const store = await openStateStore(h.config);
-    try {
-      emptyOrgToken = (await issueToken(store, { kind: 'organization', organization: 'empty-org' })).token;
-    } finally {
-      await store.close();
-    }
+    emptyOrgToken = h.tokens.emptyOrg;
   });
   after(async () => {
     await h?.close();

@@ -27,19 +27,10 @@ const ALL = DEFAULT_ORDER;
 const inOrder = (ids: string[]) => DEFAULT_ORDER.filter((id) => ids.includes(id));
 const MODEL = new Map(WS.filter((w) => w.organization === fx.ORG).map((w) => [w.id as string, workspaceModel(w)]));
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 let h: Harness;
 
-/** GET relative to the server root; waits and retries on 429 so that rate limiting never fails a test. */
-async function get(path: string, token?: string): Promise<Response> {
-  for (let attempt = 0; ; attempt++) {
-    const res = await h.request(path, { token });
-    if (res.status !== 429 || attempt >= 30) return res;
-    await res.arrayBuffer();
-    await sleep(Math.min(1000, 1000 * Number(res.headers.get('retry-after') ?? '0.2') || 200));
-  }
-}
+/** GET relative to the server root (the harness sets a rate limit no test reaches). */
+const get = (path: string, token?: string): Promise<Response> => h.request(path, { token });
 const explorer = (query: string, token?: string) => get(`/api/v2/organizations/${fx.ORG}/explorer${query}`, token);
 
 async function okBody(res: Response): Promise<any> {
