@@ -121,9 +121,10 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
     } catch (e) {
       return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
     }
-    snapshot.running++;
   }
   const connection = await db.connect();
+  // Counted only once the task holds a connection, so that a failed connect cannot pin the snapshot.
+  if (snapshot) snapshot.running++;
   const state: Running = { connection };
   running.set(task.id, state);
   const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));

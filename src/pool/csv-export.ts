@@ -8,7 +8,7 @@
 // otherwise it is destroyed, so the client sees a broken transfer and never a short file that looks whole.
 import { execFile } from 'node:child_process';
 import { constants, mkdirSync, openSync, promises as fs } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -32,7 +32,6 @@ export interface ExportRequest {
   /** The header line, without its line feed. */
   header: string;
   headers: Record<string, string>;
-  req: IncomingMessage;
   res: ServerResponse;
 }
 

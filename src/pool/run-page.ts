@@ -1,6 +1,6 @@
 // Runs a page query with the request's deadline and cancels it when the client goes away. The worker
 // enforces the deadline itself; the timer here also answers a request whose task is still queued.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { PageResult, Statement } from '../../workers/protocol.js';
 import { ApiError, queryTimeout, snapshotUnavailable } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
@@ -20,7 +20,7 @@ export const clientClosed = () => new ApiError(499, 'client closed request', 'Th
 export const overloaded = () =>
   new ApiError(503, 'service busy', 'Too many queries are waiting; retry in a moment.', undefined, { 'Retry-After': '1' });
 
-export async function runPage(pool: QueryPool, run: PageRun, req: IncomingMessage, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
+export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
   const id = pool.newTaskId();
   let timer: NodeJS.Timeout | undefined;
   let onClose: (() => void) | undefined;
@@ -50,6 +50,5 @@ export async function runPage(pool: QueryPool, run: PageRun, req: IncomingMessag
   } finally {
     clearTimeout(timer);
     if (onClose) res.off('close', onClose);
-    void req;
   }
 }

@@ -28,10 +28,10 @@ export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
 
 /** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
-  const started = ctx.state.lease!.snapshot;
-  const compiled = compileQuery(query, { relation: started.relation(query.view.name), organization: ctx.state.organization! });
+  const snapshot = ctx.state.lease!.snapshot;
+  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization: ctx.state.organization! });
   const result = await runPage(deps.pool, {
-    attach: started.attachment,
+    attach: snapshot.attachment,
     count: compiled.count,
     page: compiled.page,
     offset: (query.page.number - 1) * query.page.size,
@@ -39,7 +39,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     attributes: query.fields.map((f) => f.attribute),
     deadline: Date.now() + deps.config.queryTimeoutMs,
     timeoutMs: deps.config.queryTimeoutMs,
-  }, ctx.req, ctx.res);
+  }, ctx.res);
   ctx.state.rows = result.rows;
   const meta = pagination(query.page.number, query.page.size, result.total);
   const links = pageLinks(baseUrl(ctx, deps.config.publicUrl), carried, meta);
@@ -70,7 +70,6 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
       'Content-Disposition': `attachment; filename="${organization}-${query.view.name}-${stamp(new Date())}.csv"`,
       'Cache-Control': 'no-store',
     },
-    req: ctx.req,
     res: ctx.res,
   });
   if (end.kind === 'failed') {
