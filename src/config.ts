@@ -15,6 +15,7 @@ export interface Config {
   duckdbThreads: number;
   duckdbMemoryLimit: string;
   poolMaxQueue: number;
+  poolMaxWaitMs: number;
   exportConcurrency: number | null;
   snapshotPollMs: number;
   shutdownGraceMs: number;
@@ -50,6 +51,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbThreads: int(env, 'DUCKDB_THREADS', 1, 1),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
+    poolMaxWaitMs: int(env, 'POOL_MAX_WAIT_MS', 5_000, 1),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),

@@ -35,6 +35,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     memoryLimit: config.duckdbMemoryLimit,
     tempDirectory: join(config.dataDir, 'tmp', 'duckdb'),
     maxQueue: config.poolMaxQueue,
+    maxWaitMs: config.poolMaxWaitMs,
     exportConcurrency: config.exportConcurrency ?? undefined,
   });
   let draining = false;

@@ -13,6 +13,7 @@ import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
+import { PoolOverloadedError } from './admission.js';
 import type { QueryPool } from './query-pool.js';
 
 const run = promisify(execFile);
@@ -20,12 +21,16 @@ const run = promisify(execFile);
 export type ExportEnd =
   | { kind: 'complete'; rows: number; bytes: number }
   /** Failed before any byte was sent: the caller can still answer with an error status. */
-  | { kind: 'failed'; code: FailureCode | 'overloaded'; message: string }
+  | { kind: 'failed'; code: FailureCode; message: string }
+  /** Refused before it started: too many requests are waiting for a slot. */
+  | { kind: 'overloaded'; retryAfterSeconds: number }
   /** Failed or cancelled after the response started: the response was destroyed. */
   | { kind: 'aborted'; code: FailureCode; message: string; bytes: number };
 
 export interface ExportRequest {
   pool: QueryPool;
+  /** Whose turn it is in the admission queue. */
+  organization: string;
   attach: { alias: string; path: string } | null;
   query: Statement;
   deadline: number;
@@ -51,7 +56,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     let stopped: { code: FailureCode; message: string } | undefined;
     let settled = false;
 
-    const task = r.pool.runExport(id, { attach: r.attach, deadline: r.deadline, query: r.query, fifo });
+    const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, fifo });
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
     const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
     r.res.once('close', onClientGone);
@@ -111,9 +116,9 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     task.then(
       (res) => { result = res; if (!res.ok) stop(res.code, res.message); else maybeComplete(); },
       (e: Error) => {
-        if (!started && e.name === 'PoolOverloadedError') {
+        if (!started && e instanceof PoolOverloadedError) {
           stopped = { code: 'error', message: e.message };
-          finish({ kind: 'failed', code: 'overloaded', message: e.message });
+          finish({ kind: 'overloaded', retryAfterSeconds: e.retryAfterSeconds });
         } else stop('error', e.message);
       },
     ).finally(async () => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { Admission, WithdrawnError, type Kind } from './admission.js';
 import type {
   ControlMessage, ExportResult, ExportTask, PageResult, PageTask, Task, WorkerConfig,
 } from '../../workers/protocol.js';
@@ -18,17 +19,15 @@ export interface PoolOptions {
   threads: number;
   memoryLimit: string;
   tempDirectory: string;
+  /** Requests that may wait for a slot; more are refused at once. */
   maxQueue: number;
+  /** Longest wait for a slot before a request is refused. */
+  maxWaitMs?: number;
   /** Exports that may run at once; the rest wait, so that pages always find a free slot. */
   exportConcurrency?: number;
 }
 
-export class PoolOverloadedError extends Error {
-  constructor() {
-    super('the query queue is full');
-    this.name = 'PoolOverloadedError';
-  }
-}
+export { PoolOverloadedError } from './admission.js';
 
 type Omitted<T extends Task> = Omit<T, 'id' | 'kind'>;
 
@@ -37,11 +36,9 @@ export class QueryPool {
   private readonly channel: BroadcastChannel;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closing = new Set<() => void>();
-  private readonly exportLimit: number;
+  private readonly admission: Admission;
   /** Where this pool's export FIFOs live; one directory per pool, removed when it closes. */
   readonly fifoDirectory: string;
-  private exportsRunning = 0;
-  private readonly exportWaiters: (() => void)[] = [];
   private closed = false;
   private channelClosed = false;
 
@@ -59,13 +56,18 @@ export class QueryPool {
       concurrentTasksPerWorker: opts.concurrencyPerWorker,
       // Each worker owns a warm DuckDB instance and page cache: never retire an idle one.
       idleTimeout: Number.MAX_SAFE_INTEGER,
-      maxQueue: opts.maxQueue,
       workerData,
     });
     this.channel = new BroadcastChannel(name);
     this.channel.unref();
-    // A stalled client keeps its export's worker slot until the deadline; never let exports take them all.
-    this.exportLimit = opts.exportConcurrency ?? Math.max(1, Math.floor((opts.workers * opts.concurrencyPerWorker) / 2));
+    const slots = opts.workers * opts.concurrencyPerWorker;
+    this.admission = new Admission({
+      slots,
+      // A stalled client keeps its export's worker slot until the deadline; never let exports take them all.
+      exportSlots: opts.exportConcurrency ?? Math.max(1, Math.floor(slots / 2)),
+      maxQueued: opts.maxQueue,
+      maxWaitMs: opts.maxWaitMs ?? 5_000,
+    });
   }
 
   /** Capacity of the pool: queries that run at once. */
@@ -73,8 +75,14 @@ export class QueryPool {
     return this.piscina.options.maxThreads * this.piscina.options.concurrentTasksPerWorker;
   }
 
+  /** Requests waiting for a slot. */
   get queueSize(): number {
-    return this.piscina.queueSize;
+    return this.admission.waiting;
+  }
+
+  /** Queries running now. */
+  get active(): number {
+    return this.admission.active;
   }
 
   get utilization(): number {
@@ -85,27 +93,18 @@ export class QueryPool {
     return randomUUID();
   }
 
-  runPage(id: string, task: Omitted<PageTask>): Promise<PageResult> {
-    return this.submit({ ...task, id, kind: 'page' });
+  /** Runs a page for organization `key`, once admitted (see admission.ts). */
+  runPage(id: string, key: string, task: Omitted<PageTask>): Promise<PageResult> {
+    return this.admitted(id, key, 'page', { ...task, id, kind: 'page' });
   }
 
-  async runExport(id: string, task: Omitted<ExportTask>): Promise<ExportResult> {
-    if (this.exportsRunning >= this.exportLimit) {
-      if (this.exportWaiters.length >= this.piscina.options.maxQueue) throw new PoolOverloadedError();
-      await new Promise<void>((resolve) => this.exportWaiters.push(resolve));
-    }
-    this.exportsRunning++;
-    try {
-      // A cancel that arrived while waiting here is remembered by the workers: the task returns at once.
-      return await this.submit<ExportResult>({ ...task, id, kind: 'export' });
-    } finally {
-      this.exportsRunning--;
-      this.exportWaiters.shift()?.();
-    }
+  runExport(id: string, key: string, task: Omitted<ExportTask>): Promise<ExportResult> {
+    return this.admitted(id, key, 'export', { ...task, id, kind: 'export' });
   }
 
-  /** Interrupts the task wherever it is: queued (it will not start) or running (DuckDB stops). */
+  /** Interrupts the task wherever it is: waiting (it is withdrawn) or running (DuckDB stops). */
   cancel(id: string, reason: 'timeout' | 'cancelled'): void {
+    if (this.admission.withdraw(id, reason)) return;
     // After close every task has settled: there is nothing left to cancel (and the channel is closed).
     if (this.channelClosed) return;
     const message: ControlMessage = { type: 'cancel', id, reason };
@@ -126,6 +125,7 @@ export class QueryPool {
     if (this.closed) return;
     this.closed = true;
     for (const listener of [...this.closing]) listener();
+    this.admission.refuseAll(new WithdrawnError('cancelled'));
     const message: ControlMessage = { type: 'cancel-all' };
     this.channel.postMessage(message);
     await Promise.allSettled([...this.inFlight]);
@@ -135,9 +135,24 @@ export class QueryPool {
     await rm(this.fifoDirectory, { recursive: true, force: true });
   }
 
+  private async admitted<R extends PageResult | ExportResult>(id: string, key: string, kind: Kind, task: Task): Promise<R> {
+    if (this.closed) throw new Error('the query pool is closed');
+    let release;
+    try {
+      release = await this.admission.admit(id, key, kind);
+    } catch (e) {
+      if (e instanceof WithdrawnError) return { ok: false, code: e.reason, message: e.message } as R;
+      throw e;
+    }
+    try {
+      return await this.submit<R>(task);
+    } finally {
+      release();
+    }
+  }
+
   private submit<R>(task: Task): Promise<R> {
     if (this.closed) return Promise.reject(new Error('the query pool is closed'));
-    if (this.piscina.queueSize >= this.piscina.options.maxQueue) return Promise.reject(new PoolOverloadedError());
     const p = this.piscina.run(task) as Promise<R>;
     this.inFlight.add(p);
     const forget = () => this.inFlight.delete(p);

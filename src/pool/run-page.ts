@@ -6,6 +6,8 @@ import { ApiError, queryTimeout, snapshotUnavailable } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
 
 export interface PageRun {
+  /** Whose turn it is in the admission queue. */
+  organization: string;
   attach: { alias: string; path: string } | null;
   count: Statement;
   page: Statement;
@@ -17,8 +19,8 @@ export interface PageRun {
 }
 
 export const clientClosed = () => new ApiError(499, 'client closed request', 'The client disconnected before the answer was ready.');
-export const overloaded = () =>
-  new ApiError(503, 'service busy', 'Too many queries are waiting; retry in a moment.', undefined, { 'Retry-After': '1' });
+export const overloaded = (retryAfterSeconds: number) =>
+  new ApiError(503, 'service busy', `Too many queries are waiting; retry in ${retryAfterSeconds} s.`, undefined, { 'Retry-After': String(retryAfterSeconds) });
 
 export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
   const id = pool.newTaskId();
@@ -37,15 +39,15 @@ export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse
     res.once('close', onClose);
   });
   try {
-    const { timeoutMs: _t, ...task } = run;
-    const result = await Promise.race([pool.runPage(id, task), stopped]);
+    const { timeoutMs: _t, organization, ...task } = run;
+    const result = await Promise.race([pool.runPage(id, organization, task), stopped]);
     if (result.ok) return result;
     if (result.code === 'timeout') throw queryTimeout(run.timeoutMs / 1000);
     if (result.code === 'cancelled') throw clientClosed();
     if (result.code === 'unavailable') throw snapshotUnavailable();
     throw new Error(`query failed in DuckDB: ${result.message}`);
   } catch (e) {
-    if (e instanceof PoolOverloadedError) throw overloaded();
+    if (e instanceof PoolOverloadedError) throw overloaded(e.retryAfterSeconds);
     throw e;
   } finally {
     clearTimeout(timer);

@@ -35,38 +35,39 @@ describe('deadlines and cancellation in the worker pool', function () {
 
   it('interrupts a query at its deadline, stops burning CPU, and runs the next query on the same worker', async () => {
     const started = Date.now();
-    const result = await pool.runPage(pool.newTaskId(), page(SLOW, Date.now() + 300));
+    const result = await pool.runPage(pool.newTaskId(), 'acme', page(SLOW, Date.now() + 300));
     const took = Date.now() - started;
     expect(result).to.include({ ok: false, code: 'timeout' });
     expect(took).to.be.below(5000);
     expect(await cpuOver(500)).to.be.below(0.3);
-    const next = await pool.runPage(pool.newTaskId(), { ...page(QUICK, Date.now() + 5000), offset: 0 });
+    const next = await pool.runPage(pool.newTaskId(), 'acme', { ...page(QUICK, Date.now() + 5000), offset: 0 });
     expect(next).to.include({ ok: true, total: 42 });
   });
 
   it('cancels a running query on request', async () => {
     const id = pool.newTaskId();
-    const running = pool.runPage(id, page(SLOW, Date.now() + 60_000));
+    const running = pool.runPage(id, 'acme', page(SLOW, Date.now() + 60_000));
     await new Promise((r) => setTimeout(r, 200));
     const started = Date.now();
     pool.cancel(id, 'cancelled');
     const result = await running;
     expect(result).to.include({ ok: false, code: 'cancelled' });
     expect(Date.now() - started).to.be.below(5000);
-    expect(await pool.runPage(pool.newTaskId(), { ...page(QUICK, Date.now() + 5000), offset: 0 })).to.include({ ok: true });
+    expect(await pool.runPage(pool.newTaskId(), 'acme', { ...page(QUICK, Date.now() + 5000), offset: 0 })).to.include({ ok: true });
   });
 
   it('never starts a queued query that was cancelled', async () => {
     const first = pool.newTaskId();
     const second = pool.newTaskId();
-    const a = pool.runPage(first, page(SLOW, Date.now() + 60_000));
-    const b = pool.runPage(second, page(SLOW, Date.now() + 60_000));
+    const a = pool.runPage(first, 'acme', page(SLOW, Date.now() + 60_000));
+    const b = pool.runPage(second, 'acme', page(SLOW, Date.now() + 60_000));
     await new Promise((r) => setTimeout(r, 100));
     pool.cancel(second, 'cancelled');
     pool.cancel(first, 'cancelled');
     const [ra, rb] = (await Promise.all([a, b])) as [PageResult, PageResult];
     expect(ra).to.include({ ok: false, code: 'cancelled' });
-    expect(rb).to.deep.include({ ok: false, code: 'cancelled', message: 'cancelled before it started' });
+    // The second never reached a worker: it was withdrawn from the admission queue.
+    expect(rb).to.deep.include({ ok: false, code: 'cancelled', message: 'cancelled while waiting for a worker' });
   });
 });
 

@@ -31,6 +31,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const snapshot = ctx.state.lease!.snapshot;
   const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization: ctx.state.organization! });
   const result = await runPage(deps.pool, {
+    organization: ctx.state.organization!,
     attach: snapshot.attachment,
     count: compiled.count,
     page: compiled.page,
@@ -61,6 +62,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
+    organization,
     attach: ctx.state.lease!.snapshot.attachment,
     query: compiled.export,
     deadline: Date.now() + deps.config.queryTimeoutMs,
@@ -72,11 +74,14 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
     },
     res: ctx.res,
   });
+  if (end.kind === 'overloaded') {
+    ctx.respond = true;
+    throw overloaded(end.retryAfterSeconds);
+  }
   if (end.kind === 'failed') {
     ctx.respond = true;
     if (end.code === 'timeout') throw queryTimeout(deps.config.queryTimeoutMs / 1000);
     if (end.code === 'cancelled') throw clientClosed();
-    if (end.code === 'overloaded') throw overloaded();
     if (end.code === 'unavailable') throw snapshotUnavailable();
     throw new Error(`export failed in DuckDB: ${end.message}`);
   }

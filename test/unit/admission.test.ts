@@ -1,0 +1,87 @@
+// The admission queue alone: slots, the export cap, turns between organizations, and bounded waiting.
+import { expect } from 'chai';
+import { Admission, PoolOverloadedError, WithdrawnError, type Release } from '../../src/pool/admission.js';
+
+const settled = async <T>(p: Promise<T>) => {
+  let state: 'pending' | 'admitted' | Error = 'pending';
+  p.then(() => { state = 'admitted'; }, (e: Error) => { state = e; });
+  await new Promise((r) => setImmediate(r));
+  return state;
+};
+
+describe('admission', () => {
+  it('admits up to the number of slots at once, then queues', async () => {
+    const a = new Admission({ slots: 2, exportSlots: 1, maxQueued: 10, maxWaitMs: 10_000 });
+    const r1 = await a.admit('1', 'acme', 'page');
+    await a.admit('2', 'acme', 'page');
+    const third = a.admit('3', 'acme', 'page');
+    expect(await settled(third)).to.equal('pending');
+    expect(a.waiting).to.equal(1);
+    r1();
+    expect(await settled(third)).to.equal('admitted');
+    expect(a.active).to.equal(2);
+  });
+
+  it('caps exports but lets pages pass them', async () => {
+    const a = new Admission({ slots: 3, exportSlots: 1, maxQueued: 10, maxWaitMs: 10_000 });
+    const e1 = await a.admit('e1', 'acme', 'export');
+    const e2 = a.admit('e2', 'acme', 'export');
+    const p1 = a.admit('p1', 'acme', 'page');
+    expect(await settled(e2)).to.equal('pending');
+    expect(await settled(p1)).to.equal('admitted');
+    e1();
+    expect(await settled(e2)).to.equal('admitted');
+  });
+
+  it('gives organizations turns: a burst from one does not delay another by more than one query', async () => {
+    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 100, maxWaitMs: 10_000 });
+    const order: string[] = [];
+    let release: Release = await a.admit('first', 'big', 'page');
+    const all: Promise<void>[] = [];
+    const queue = (id: string, key: string) => all.push(a.admit(id, key, 'page').then((r) => { order.push(id); release = r; }));
+    for (let i = 0; i < 5; i++) queue(`big${i}`, 'big');
+    queue('small0', 'small');
+    queue('small1', 'small');
+    for (let i = 0; i < 7; i++) {
+      release();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+    expect(order).to.deep.equal(['big0', 'small0', 'big1', 'small1', 'big2', 'big3', 'big4']);
+  });
+
+  it('refuses at once when the queue is full, with a Retry-After of at least one second', async () => {
+    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 1, maxWaitMs: 10_000 });
+    await a.admit('1', 'acme', 'page');
+    void a.admit('2', 'acme', 'page').catch(() => {});
+    const refused = await settled(a.admit('3', 'other', 'page'));
+    expect(refused).to.be.instanceOf(PoolOverloadedError);
+    expect((refused as unknown as PoolOverloadedError).retryAfterSeconds).to.be.at.least(1);
+    a.refuseAll(new Error('done'));
+  });
+
+  it('refuses a request that waited longer than maxWaitMs', async () => {
+    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 10, maxWaitMs: 30 });
+    await a.admit('1', 'acme', 'page');
+    const started = Date.now();
+    const error = await a.admit('2', 'acme', 'page').then(() => null, (e: Error) => e);
+    expect(error).to.be.instanceOf(PoolOverloadedError);
+    expect(Date.now() - started).to.be.within(25, 1000);
+    expect(a.waiting).to.equal(0);
+  });
+
+  it('withdraws a waiting request, which then never takes a slot', async () => {
+    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 10, maxWaitMs: 10_000 });
+    const r1 = await a.admit('1', 'acme', 'page');
+    const second = a.admit('2', 'acme', 'page');
+    const third = a.admit('3', 'acme', 'page');
+    expect(a.withdraw('2', 'timeout')).to.equal(true);
+    expect(a.withdraw('2', 'timeout')).to.equal(false);
+    const error = await second.then(() => null, (e: Error) => e);
+    expect(error).to.be.instanceOf(WithdrawnError).and.to.have.property('reason', 'timeout');
+    r1();
+    r1(); // a second release of the same slot changes nothing
+    expect(await settled(third)).to.equal('admitted');
+    expect(a.active).to.equal(1);
+  });
+});
