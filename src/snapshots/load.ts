@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
 import { DISTINCT_VERSIONS_SQL, stagingStatements } from './staging.js';
-import { viewFileStatements } from './view-files.js';
+import { parquetCopy, viewStatements } from './view-files.js';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
@@ -56,7 +56,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       createdAt: new Date().toISOString(),
       source,
       counts: validation.counts,
-      files: Object.fromEntries(viewFileStatements(tmp).map((v) => [v.view, v.file])),
+      files: Object.fromEntries(viewStatements().map((v) => [v.view, v.file])),
       database: DATABASE_FILE,
       rows,
     };
@@ -98,20 +98,19 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
       appender.endRow();
     }
     appender.closeSync();
-    const rows: Record<string, number> = {};
-    for (const { view, file, sql } of viewFileStatements(dir)) {
-      progress(`writing ${file}`);
-      await db.run(sql);
-      const n = await db.runAndReadAll(`SELECT count(*) FROM read_parquet('${join(dir, file).replace(/'/g, "''")}')`);
-      rows[view] = Number(n.getRows()[0]![0]);
-    }
-    // A read-only DuckDB file derived from the Parquet files: the workers query it (docs/performance.md:
-    // DuckDB's own storage answers pages about four times faster than Parquet); the Parquet files stay the
-    // snapshot's portable form.
-    progress(`writing ${DATABASE_FILE}`);
+    // Each view is computed and sorted once, into the read-only DuckDB file the workers query
+    // (docs/performance.md: DuckDB's own storage answers pages about four times faster than Parquet); its
+    // Parquet file, the snapshot's portable form, is then copied from that table in the same order.
     await db.run(`ATTACH '${join(dir, DATABASE_FILE).replace(/'/g, "''")}' AS snapshot_out`);
-    for (const { view, file } of viewFileStatements(dir)) {
-      await db.run(`CREATE TABLE snapshot_out."${view}" AS SELECT * FROM read_parquet('${join(dir, file).replace(/'/g, "''")}') ORDER BY _org, _id`);
+    // Rows must land in organization order: that is what lets a query read only its organization's blocks.
+    await db.run('SET preserve_insertion_order = true');
+    const rows: Record<string, number> = {};
+    for (const { view, file, select } of viewStatements()) {
+      progress(`writing ${view}`);
+      await db.run(`CREATE TABLE snapshot_out."${view}" AS ${select}`);
+      await db.run(parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
+      const n = await db.runAndReadAll(`SELECT count(*) FROM snapshot_out."${view}"`);
+      rows[view] = Number(n.getRows()[0]![0]);
     }
     await db.run('CHECKPOINT snapshot_out');
     await db.run('DETACH snapshot_out');

@@ -8,7 +8,8 @@ import { sqlLiteral } from './staging.js';
 
 export const ROW_GROUP_SIZE = 16384;
 
-export function viewFileStatements(outDir: string): { view: string; file: string; sql: string }[] {
+/** Per view: its Parquet file name and the SELECT that builds its rows, sorted by organization. */
+export function viewStatements(): { view: string; file: string; select: string }[] {
   const catalog = catalogFor('terraform');
   return VIEW_DECLS.map((decl) => {
     const view = catalog.view(decl.name)!;
@@ -19,13 +20,16 @@ export function viewFileStatements(outDir: string): { view: string; file: string
     const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
     const folds = view.fields.filter((f) => f.type === 'string')
       .map((f) => `translate(t."${f.column}", '${UPPER}', '${UPPER.toLowerCase()}') AS "${foldedColumn(f.column)}"`);
-    const file = `${outDir}/${view.file}`;
-    const sql = `COPY (
+    const select = `
       SELECT t.*${[...keys, ...folds].map((k) => `, ${k}`).join('')}
       FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
       ${joins.join('\n      ')}
-      ORDER BY t._org, t._id
-    ) TO ${sqlLiteral(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
-    return { view: decl.name, file: view.file, sql };
+      ORDER BY t._org, t._id`;
+    return { view: decl.name, file: view.file, select };
   });
+}
+
+/** Writes `table` (already in organization order) to `path` as the view's Parquet file. */
+export function parquetCopy(table: string, path: string): string {
+  return `COPY (SELECT * FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
 }

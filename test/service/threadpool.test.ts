@@ -1,0 +1,73 @@
+// The libuv threadpool under stalled exports. Every running DuckDB call holds one libuv thread (node-api
+// async work) and the pool is process-wide; this test process runs with libuv's default of 4 threads, as
+// many as the harness's query slots. Stalled exports are capped (half the slots), so file-system work and
+// pages still find threads; the probe below is what would stall if they did not.
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import { get, type IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import { writeSample } from '../../src/snapshots/sample.js';
+import { startHarness, type Harness } from '../helpers/harness.js';
+
+/** Slowest of `n` small file reads run at once: each needs a libuv thread. */
+async function fsProbeMs(path: string, n = 16): Promise<number> {
+  const times = await Promise.all(Array.from({ length: n }, async () => {
+    const started = performance.now();
+    await fs.readFile(path);
+    return performance.now() - started;
+  }));
+  return Math.max(...times);
+}
+
+describe('the libuv threadpool with many stalled exports', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  const stalled: IncomingMessage[] = [];
+  before(async () => {
+    h = await startHarness({
+      env: { QUERY_TIMEOUT_MS: '8000', POOL_MAX_WAIT_MS: '10000' },
+      writeSource: (dir) => writeSample(dir, { organizations: 2, workspaces: 24000, seed: 5 }),
+    });
+  });
+  after(async () => {
+    for (const res of stalled) res.destroy();
+    await h?.close();
+  });
+
+  it('keeps file-system work, saved-view writes and other pages fast while 8 exports are stalled', async () => {
+    const probeFile = join(h.dataDir, 'probe.txt');
+    await fs.writeFile(probeFile, 'x');
+    const baseline = await fsProbeMs(probeFile);
+
+    await Promise.all(Array.from({ length: 8 }, () => new Promise<void>((resolve, reject) => {
+      get(`${h.url}/api/v2/organizations/acme-corp/explorer/export/csv?type=workspaces`, { headers: { Authorization: `Bearer ${h.tokens.org}` } }, (res) => {
+        res.pause();
+        stalled.push(res);
+        resolve();
+      }).on('error', reject);
+      // Exports beyond the cap wait for a slot without answering: do not wait for their headers.
+      setTimeout(resolve, 1000);
+    })));
+    await new Promise((r) => setTimeout(r, 500)); // let the running COPYs fill their pipes and block
+
+    const probes: number[] = [];
+    for (let i = 0; i < 5; i++) probes.push(await fsProbeMs(probeFile));
+    const started = Date.now();
+    const created = await h.request('/api/v2/organizations/globex/explorer/views', {
+      method: 'POST', token: h.tokens.otherOrg,
+      headers: { 'Content-Type': 'application/vnd.api+json' },
+      body: JSON.stringify({ data: { type: 'explorer-saved-queries', attributes: { name: 'during stall', 'query-type': 'workspaces', query: { filter: [] } } } }),
+    });
+    const writeMs = Date.now() - started;
+    const pageStarted = Date.now();
+    const page = await h.request('/api/v2/organizations/globex/explorer?type=providers', { token: h.tokens.otherOrg });
+    const pageMs = Date.now() - pageStarted;
+
+    expect(created.status, await created.clone().text()).to.equal(201);
+    expect(page.status).to.equal(200);
+    // A starved threadpool would hold these until the exports' 8 s deadline.
+    expect(Math.max(...probes), `fs probes ${probes.map(Math.round)} ms (baseline ${Math.round(baseline)} ms)`).to.be.below(1000);
+    expect(writeMs).to.be.below(2000);
+    expect(pageMs).to.be.below(2000);
+  });
+});
