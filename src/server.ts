@@ -19,6 +19,8 @@ import { connectRedis } from './redis.js';
 export interface RunningServer {
   url: string;
   server: Server;
+  /** The query pool, for its counters (tests, metrics). */
+  pool: QueryPool;
   /** Stops accepting, lets in-flight requests finish for the grace period, interrupts the rest, closes. */
   shutdown(): Promise<void>;
 }
@@ -76,5 +78,5 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await redis?.close();
     logger.log('info', 'stopped');
   })());
-  return { url, server, shutdown };
+  return { url, server, pool, shutdown };
 }

@@ -1,5 +1,6 @@
 import type { ParameterizedContext } from 'koa';
 import { ApiError } from '../errors.js';
+import { entityTag, notModified, REVALIDATE } from './etag.js';
 
 export const JSONAPI = 'application/vnd.api+json';
 
@@ -20,4 +21,14 @@ export function sendJson(ctx: ParameterizedContext, status: number, body: unknow
   ctx.status = status;
   ctx.type = JSONAPI;
   ctx.body = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+}
+
+/** A 200 GET document with an ETag of its own bytes; 304 when the client holds them already. */
+export function sendJsonTagged(ctx: ParameterizedContext, body: unknown): void {
+  const text = JSON.stringify(body);
+  const etag = entityTag([text]);
+  if (notModified(ctx, etag)) return;
+  sendJson(ctx, 200, text);
+  ctx.set('ETag', etag);
+  ctx.set('Cache-Control', REVALIDATE);
 }

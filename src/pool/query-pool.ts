@@ -40,6 +40,7 @@ export class QueryPool {
   /** Where this pool's export FIFOs live; one directory per pool, removed when it closes. */
   readonly fifoDirectory: string;
   private closed = false;
+  private started = 0;
   private channelClosed = false;
 
   constructor(opts: PoolOptions) {
@@ -78,6 +79,11 @@ export class QueryPool {
   /** Requests waiting for a slot. */
   get queueSize(): number {
     return this.admission.waiting;
+  }
+
+  /** Tasks handed to a worker since the pool started. */
+  get tasksStarted(): number {
+    return this.started;
   }
 
   /** Queries running now. */
@@ -153,6 +159,7 @@ export class QueryPool {
 
   private submit<R>(task: Task): Promise<R> {
     if (this.closed) return Promise.reject(new Error('the query pool is closed'));
+    this.started++;
     const p = this.piscina.run(task) as Promise<R>;
     this.inFlight.add(p);
     const forget = () => this.inFlight.delete(p);

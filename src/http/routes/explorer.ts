@@ -13,6 +13,7 @@ import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
 import type { RequestState } from '../state.js';
 import { JSONAPI } from '../jsonapi.js';
+import { entityTag, notModified, REVALIDATE } from '../etag.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -30,6 +31,9 @@ export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const snapshot = ctx.state.lease!.snapshot;
   const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization: ctx.state.organization! });
+  const base = baseUrl(ctx, deps.config.publicUrl);
+  const etag = entityTag(['page', snapshot.id, ctx.state.organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
+  if (notModified(ctx, etag)) return;
   const result = await runPage(deps.pool, {
     organization: ctx.state.organization!,
     attach: snapshot.attachment,
@@ -43,9 +47,11 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   }, ctx.res);
   ctx.state.rows = result.rows;
   const meta = pagination(query.page.number, query.page.size, result.total);
-  const links = pageLinks(baseUrl(ctx, deps.config.publicUrl), carried, meta);
+  const links = pageLinks(base, carried, meta);
   ctx.status = 200;
   ctx.type = JSONAPI;
+  ctx.set('ETag', etag);
+  ctx.set('Cache-Control', REVALIDATE);
   ctx.body = Buffer.concat([
     Buffer.from('{"data":'),
     result.body,
@@ -58,19 +64,24 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}
 /** Streams every row of `query` as CSV (decisions §6). */
 export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
   const organization = ctx.state.organization!;
-  const compiled = compileQuery(query, { relation: ctx.state.lease!.snapshot.relation(query.view.name), organization });
+  const snapshot = ctx.state.lease!.snapshot;
+  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization });
+  const header = query.fields.map((f) => f.name).join(',');
+  const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
+  if (notModified(ctx, etag)) return;
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
     organization,
-    attach: ctx.state.lease!.snapshot.attachment,
+    attach: snapshot.attachment,
     query: compiled.export,
     deadline: Date.now() + deps.config.queryTimeoutMs,
-    header: query.fields.map((f) => f.name).join(','),
+    header,
     headers: {
       'Content-Type': 'text/csv; charset=utf-8',
       'Content-Disposition': `attachment; filename="${organization}-${query.view.name}-${stamp(new Date())}.csv"`,
-      'Cache-Control': 'no-store',
+      'Cache-Control': REVALIDATE,
+      ETag: etag,
     },
     res: ctx.res,
   });

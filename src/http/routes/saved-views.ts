@@ -11,7 +11,7 @@ import { savedViewResource } from '../../saved-views/render.js';
 import { sourceOfStored, validateSavedQuery } from '../../saved-views/saved-query.js';
 import { NameTakenError, StoreUnavailableError, type SavedView, type SavedViewStore } from '../../store/state-store.js';
 import { readJsonBody } from '../body.js';
-import { sendJson } from '../jsonapi.js';
+import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { answerCsv, answerPage, baseUrl, type ExplorerDeps } from './explorer.js';
 
@@ -54,7 +54,7 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     const meta = pagination(page.number, page.size, views.length);
     const slice = views.slice((page.number - 1) * page.size, page.number * page.size);
     c.state.rows = slice.length;
-    sendJson(c, 200, { data: slice.map(savedViewResource), links: pageLinks(baseUrl(c, config.publicUrl), [], meta), meta: { pagination: meta } });
+    sendJsonTagged(c, { data: slice.map(savedViewResource), links: pageLinks(baseUrl(c, config.publicUrl), [], meta), meta: { pagination: meta } });
   });
 
   router.post('/explorer/views', async (ctx) => {
@@ -76,7 +76,7 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
   });
 
   router.get('/explorer/views/:view_id', async (ctx) => {
-    sendJson(ctx, 200, { data: savedViewResource(await viewOf(ctx as Ctx)) });
+    sendJsonTagged(ctx, { data: savedViewResource(await viewOf(ctx as Ctx)) });
   });
 
   router.patch('/explorer/views/:view_id', async (ctx) => {
