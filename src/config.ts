@@ -16,6 +16,9 @@ export interface Config {
   duckdbMemoryLimit: string;
   poolMaxQueue: number;
   poolMaxWaitMs: number;
+  /** Bearer token that GET /metrics requires; with none and metricsPublic false, /metrics is off. */
+  metricsToken: string | null;
+  metricsPublic: boolean;
   exportConcurrency: number | null;
   snapshotPollMs: number;
   shutdownGraceMs: number;
@@ -52,6 +55,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
     poolMaxWaitMs: int(env, 'POOL_MAX_WAIT_MS', 5_000, 1),
+    metricsToken: env.METRICS_TOKEN || null,
+    metricsPublic: /^(1|true|yes)$/i.test(env.METRICS_PUBLIC ?? ''),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),

@@ -13,6 +13,9 @@ import { errors } from './middleware/errors.js';
 import { urlLimit } from './middleware/limits.js';
 import { requestId } from './middleware/request-id.js';
 import { requestLog } from './middleware/request-log.js';
+import { recordMetrics } from './middleware/metrics.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { Metrics } from '../metrics/metrics.js';
 import { explorerRoutes } from './routes/explorer.js';
 import { opsRoutes } from './routes/ops.js';
 import { savedViewRoutes } from './routes/saved-views.js';
@@ -32,8 +35,10 @@ export function createApp(services: Services): Koa<RequestState> {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true; // failures are logged by the error middleware, as JSON lines
 
+  const metrics = new Metrics(services);
   const ops = new Router<RequestState>();
   opsRoutes(ops, services);
+  metricsRoutes(ops, metrics, { token: services.config.metricsToken, public: services.config.metricsPublic });
 
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
   const { config } = services;
@@ -48,6 +53,7 @@ export function createApp(services: Services): Koa<RequestState> {
 
   app.use(requestId());
   app.use(requestLog(services.logger));
+  app.use(recordMetrics(metrics));
   app.use(errors(services.logger));
   app.use(urlLimit());
   app.use(ops.routes());

@@ -10,6 +10,8 @@ export interface RequestState {
   organization?: string;
   lease?: Lease;
   rows?: number;
+  /** The query this request ran, for metrics: its view, page or export, engine time and bytes sent. */
+  query?: { view: string; kind: 'page' | 'export'; seconds?: number; bytes?: number };
   route?: string;
   /** How a streamed response ended, when not plainly. */
   outcome?: string;

@@ -47,6 +47,8 @@ export class Admission {
   private readonly waiters = new Map<string, Waiter>();
   /** Smoothed time a slot is held, for Retry-After. */
   private holdMs = 50;
+  /** Requests refused so far (queue full or waited too long). */
+  refused = 0;
 
   constructor(private readonly opts: AdmissionOptions) {}
 
@@ -62,11 +64,11 @@ export class Admission {
   admit(id: string, key: string, kind: Kind): Promise<Release> {
     // Anyone still waiting is ineligible (dispatch runs on every release), so a free slot is fair to take.
     if (this.canRun(kind)) return Promise.resolve(this.start(kind));
-    if (this.waiters.size >= this.opts.maxQueued) return Promise.reject(new PoolOverloadedError(this.retryAfter()));
+    if (this.waiters.size >= this.opts.maxQueued) return Promise.reject(this.refusal());
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = {
         id, key, kind,
-        timer: setTimeout(() => this.remove(waiter, new PoolOverloadedError(this.retryAfter())), this.opts.maxWaitMs),
+        timer: setTimeout(() => this.remove(waiter, this.refusal()), this.opts.maxWaitMs),
         admit: () => resolve(this.start(kind)),
         refuse: reject,
       };
@@ -143,6 +145,11 @@ export class Admission {
       this.queues.delete(waiter.key);
       this.queues.set(waiter.key, queue);
     }
+  }
+
+  private refusal(): PoolOverloadedError {
+    this.refused++;
+    return new PoolOverloadedError(this.retryAfter());
   }
 
   private retryAfter(): number {

@@ -86,6 +86,11 @@ export class QueryPool {
     return this.started;
   }
 
+  /** Requests refused with 503 since the pool started (queue full or waited too long). */
+  get refused(): number {
+    return this.admission.refused;
+  }
+
   /** Queries running now. */
   get active(): number {
     return this.admission.active;

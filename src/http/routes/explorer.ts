@@ -34,6 +34,8 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const base = baseUrl(ctx, deps.config.publicUrl);
   const etag = entityTag(['page', snapshot.id, ctx.state.organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
   if (notModified(ctx, etag)) return;
+  const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
+  const started = performance.now();
   const result = await runPage(deps.pool, {
     organization: ctx.state.organization!,
     attach: snapshot.attachment,
@@ -45,6 +47,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     deadline: Date.now() + deps.config.queryTimeoutMs,
     timeoutMs: deps.config.queryTimeoutMs,
   }, ctx.res);
+  metered.seconds = (performance.now() - started) / 1000;
   ctx.state.rows = result.rows;
   const meta = pagination(query.page.number, query.page.size, result.total);
   const links = pageLinks(base, carried, meta);
@@ -57,6 +60,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     result.body,
     Buffer.from(`,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: meta })}}`),
   ]);
+  metered.bytes = (ctx.body as Buffer).length;
 }
 
 const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
@@ -69,6 +73,8 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   const header = query.fields.map((f) => f.name).join(',');
   const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
   if (notModified(ctx, etag)) return;
+  const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'export' };
+  const started = performance.now();
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
@@ -85,6 +91,8 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
     },
     res: ctx.res,
   });
+  if (end.kind === 'complete') metered.seconds = (performance.now() - started) / 1000;
+  if (end.kind === 'complete' || end.kind === 'aborted') metered.bytes = end.bytes;
   if (end.kind === 'overloaded') {
     ctx.respond = true;
     throw overloaded(end.retryAfterSeconds);

@@ -1,0 +1,93 @@
+// Prometheus metrics (prom-client), one registry per app so that several servers in one process (tests)
+// never share counters. Request facts come from the request's state after it ends (the handlers annotate
+// it, as they do for the request log); pool, snapshot and Redis gauges are read at scrape time.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { QueryPool } from '../pool/query-pool.js';
+import type { RedisConnection } from '../redis.js';
+import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
+
+export interface MetricSources {
+  pool: QueryPool;
+  snapshots: SnapshotRegistry;
+  redis?: RedisConnection;
+}
+
+/** What one finished request contributes. */
+export interface RequestFacts {
+  route: string;
+  method: string;
+  status: number;
+  seconds: number;
+  rows?: number;
+  outcome?: string;
+  query?: { view: string; kind: 'page' | 'export'; seconds?: number; bytes?: number };
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requestSeconds: Histogram<'route'>;
+  private readonly querySeconds: Histogram<'view' | 'kind'>;
+  private readonly rows: Counter<'view' | 'kind'>;
+  private readonly bytes: Counter<'view' | 'kind'>;
+  private readonly timeouts: Counter<'view' | 'kind'>;
+  private readonly cancellations: Counter<'view' | 'kind'>;
+  private readonly rateLimited: Counter;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'explorer_' });
+    this.requests = new Counter({ name: 'explorer_http_requests_total', help: 'HTTP requests by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
+    this.requestSeconds = new Histogram({ name: 'explorer_http_request_duration_seconds', help: 'Time to answer a request, whole CSV exports included.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers });
+    this.querySeconds = new Histogram({ name: 'explorer_query_duration_seconds', help: 'Time from handing a query to the pool until its result (page) or last byte (export), by view.', labelNames: ['view', 'kind'], buckets: LATENCY_BUCKETS, registers });
+    this.rows = new Counter({ name: 'explorer_rows_returned_total', help: 'Rows sent to clients.', labelNames: ['view', 'kind'], registers });
+    this.bytes = new Counter({ name: 'explorer_bytes_returned_total', help: 'Bytes of query results sent to clients.', labelNames: ['view', 'kind'], registers });
+    this.timeouts = new Counter({ name: 'explorer_query_timeouts_total', help: 'Queries stopped at their deadline (504, or a cut-off export).', labelNames: ['view', 'kind'], registers });
+    this.cancellations = new Counter({ name: 'explorer_query_cancellations_total', help: 'Queries cancelled because the client went away.', labelNames: ['view', 'kind'], registers });
+    this.rateLimited = new Counter({ name: 'explorer_rate_limited_total', help: 'Requests refused with 429 by the rate limit.', registers });
+
+    const { pool, snapshots, redis } = sources;
+    const gauge = (name: string, help: string, value: () => number) =>
+      new Gauge({ name, help, registers, collect() { this.set(value()); } });
+    gauge('explorer_pool_queue_depth', 'Requests waiting for a worker slot.', () => pool.queueSize);
+    gauge('explorer_pool_active_queries', 'Queries running in the workers now.', () => pool.active);
+    gauge('explorer_pool_slots', 'Queries that may run at once.', () => pool.concurrency);
+    gauge('explorer_pool_utilization', 'Share of worker capacity in use since the pool started (Piscina).', () => pool.utilization);
+    let started = 0;
+    let refused = 0;
+    new Counter({ name: 'explorer_pool_tasks_started_total', help: 'Tasks handed to a DuckDB worker.', registers, collect() { this.inc(pool.tasksStarted - started); started = pool.tasksStarted; } });
+    new Counter({ name: 'explorer_pool_refused_total', help: 'Requests refused with 503 because too many were waiting.', registers, collect() { this.inc(pool.refused - refused); refused = pool.refused; } });
+
+    gauge('explorer_snapshot_ready', '1 when a snapshot is loaded and readable.', () => (snapshots.current.status === 'ready' ? 1 : 0));
+    gauge('explorer_snapshot_age_seconds', 'Seconds since the current snapshot was loaded.', () => {
+      const s = snapshots.current;
+      return s.status === 'ready' ? (Date.now() - Date.parse(s.snapshot.manifest.createdAt)) / 1000 : Number.NaN;
+    });
+    new Gauge({
+      name: 'explorer_snapshot_info', help: 'The current snapshot, as a label.', labelNames: ['snapshot'], registers,
+      collect() {
+        this.reset();
+        const s = snapshots.current;
+        if (s.status !== 'none') this.set({ snapshot: s.status === 'ready' ? s.snapshot.id : s.id }, 1);
+      },
+    });
+    gauge('explorer_redis_configured', '1 when REDIS_URL is set.', () => (redis ? 1 : 0));
+    gauge('explorer_redis_up', '1 when Redis is connected (0 while connecting, down, or not configured).', () => (redis?.state() === 'ready' ? 1 : 0));
+  }
+
+  observe(r: RequestFacts): void {
+    this.requests.inc({ route: r.route, method: r.method, status: String(r.status) });
+    this.requestSeconds.observe({ route: r.route }, r.seconds);
+    if (r.status === 429) this.rateLimited.inc();
+    const q = r.query;
+    if (!q) return;
+    const labels = { view: q.view, kind: q.kind };
+    if (r.status === 504 || r.outcome === 'aborted: timeout') this.timeouts.inc(labels);
+    if (r.status === 499 || r.outcome === 'aborted: cancelled') this.cancellations.inc(labels);
+    if (q.seconds !== undefined) this.querySeconds.observe(labels, q.seconds);
+    if (r.rows !== undefined) this.rows.inc(labels, r.rows);
+    if (q.bytes !== undefined) this.bytes.inc(labels, q.bytes);
+  }
+}

@@ -1,0 +1,99 @@
+// GET /metrics: off by default, behind METRICS_TOKEN when set, and counting what the service did.
+import { expect } from 'chai';
+import { json, startHarness, type Harness } from '../helpers/harness.js';
+
+/** The value of one sample line, e.g. `explorer_rows_returned_total{view="workspaces",kind="page"}`. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-z_:]+)(\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[3] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[4]);
+  }
+  return undefined;
+}
+
+describe('metrics', () => {
+  describe('without configuration', () => {
+    let h: Harness;
+    before(async () => { h = await startHarness(); });
+    after(async () => { await h.close(); });
+    it('is off: 404 as JSON:API', async () => {
+      const res = await h.request('/metrics', { token: null });
+      expect(res.status).to.equal(404);
+      expect((await json(res)).errors[0].status).to.equal('404');
+    });
+  });
+
+  describe('with METRICS_TOKEN', () => {
+    let h: Harness;
+    const TOKEN = 'scrape-secret-1234';
+    before(async () => { h = await startHarness({ env: { METRICS_TOKEN: TOKEN, QUERY_TIMEOUT_MS: '20000' } }); });
+    after(async () => { await h.close(); });
+    const scrape = async () => {
+      const res = await h.request('/metrics', { token: TOKEN });
+      expect(res.status).to.equal(200);
+      expect(res.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/);
+      return res.text();
+    };
+
+    it('refuses a scrape without the token, or with an API token', async () => {
+      expect((await h.request('/metrics', { token: null })).status).to.equal(401);
+      expect((await h.request('/metrics', { token: h.tokens.org })).status).to.equal(401);
+      expect((await h.request('/metrics', { token: `${TOKEN}x` })).status).to.equal(401);
+    });
+
+    it('counts requests by route and status, rows and bytes by view, and query latency', async () => {
+      const before = await scrape();
+      const route = '/api/v2/organizations/:organization_name/explorer';
+      const ok = (text: string) => sample(text, 'explorer_http_requests_total', { route, method: 'GET', status: '200' }) ?? 0;
+      const rows = (text: string, kind: string) => sample(text, 'explorer_rows_returned_total', { view: 'workspaces', kind }) ?? 0;
+      const bytes = (text: string, kind: string) => sample(text, 'explorer_bytes_returned_total', { view: 'workspaces', kind }) ?? 0;
+      const page = await h.explorer('?type=workspaces&page%5Bsize%5D=4');
+      const pageBytes = (await page.arrayBuffer()).byteLength;
+      const csv = await h.request('/api/v2/organizations/acme-corp/explorer/export/csv?type=workspaces&fields%5Bworkspaces%5D=workspace_name');
+      const csvText = await csv.text();
+      const csvRows = csvText.trimEnd().split('\n').length - 1;
+      expect((await h.explorer('?type=workspaces&sort=nope')).status).to.equal(400);
+
+      const after = await scrape();
+      expect(ok(after) - ok(before)).to.equal(1);
+      expect(rows(after, 'page') - rows(before, 'page')).to.equal(4);
+      expect(bytes(after, 'page') - bytes(before, 'page')).to.equal(pageBytes);
+      expect(rows(after, 'export') - rows(before, 'export')).to.equal(csvRows);
+      expect(bytes(after, 'export') - bytes(before, 'export')).to.equal(Buffer.byteLength(csvText));
+      expect(sample(after, 'explorer_http_requests_total', { route, method: 'GET', status: '400' })).to.be.at.least(1);
+      expect(sample(after, 'explorer_query_duration_seconds_count', { view: 'workspaces', kind: 'page' })).to.be.at.least(1);
+      expect(sample(after, 'explorer_pool_tasks_started_total')).to.be.at.least(2);
+    });
+
+    it('reports the pool, the snapshot and Redis', async () => {
+      const text = await scrape();
+      expect(sample(text, 'explorer_pool_slots')).to.equal(4);
+      expect(sample(text, 'explorer_pool_queue_depth')).to.equal(0);
+      expect(sample(text, 'explorer_snapshot_ready')).to.equal(1);
+      const id = (await h.explorer('?type=tf_versions')).headers.get('x-explorer-snapshot')!;
+      expect(sample(text, 'explorer_snapshot_info', { snapshot: id })).to.equal(1);
+      expect(sample(text, 'explorer_snapshot_age_seconds')).to.be.within(0, 600);
+      expect(sample(text, 'explorer_redis_configured')).to.equal(0);
+      expect(sample(text, 'explorer_redis_up')).to.equal(0);
+      expect(sample(text, 'explorer_process_resident_memory_bytes')).to.be.above(0);
+    });
+  });
+
+  describe('time-outs, cancellations and rate limits', () => {
+    let h: Harness;
+    before(async () => { h = await startHarness({ env: { METRICS_PUBLIC: '1', QUERY_TIMEOUT_MS: '1', RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_MS: '60000' } }); });
+    after(async () => { await h.close(); });
+    it('counts them', async () => {
+      const timedOut = await h.explorer('?type=providers');
+      expect(timedOut.status).to.equal(504);
+      for (let i = 0; i < 4; i++) await (await h.explorer('?type=providers')).arrayBuffer();
+      const text = await (await h.request('/metrics', { token: null })).text();
+      expect(sample(text, 'explorer_query_timeouts_total', { view: 'providers', kind: 'page' })).to.be.at.least(1);
+      expect(sample(text, 'explorer_rate_limited_total')).to.be.at.least(1);
+      expect(sample(text, 'explorer_http_requests_total', { status: '429' })).to.be.at.least(1);
+    });
+  });
+});
