@@ -162,8 +162,7 @@ function jsonValue(v: unknown): string {
 
 async function page(task: PageTask): Promise<PageResult> {
   return run(task, async (connection, state) => {
-    const counted = await readAll(connection, task.count);
-    const total = Number(counted.getRows()[0]![0] as bigint);
+    const total = task.knownTotal ?? Number((await readAll(connection, task.count)).getRows()[0]![0] as bigint);
     let json = '[';
     let rows = 0;
     if (task.offset < total) {

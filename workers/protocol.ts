@@ -28,6 +28,8 @@ interface TaskBase {
 export interface PageTask extends TaskBase {
   kind: 'page';
   count: Statement;
+  /** The total when it is known without counting (an unfiltered query: the manifest has it). */
+  knownTotal?: number;
   page: Statement;
   offset: number;
   /** JSON:API row type and, per selected field, its JSON attribute name. */

@@ -10,6 +10,7 @@ export interface PageRun {
   organization: string;
   attach: { alias: string; path: string } | null;
   count: Statement;
+  knownTotal?: number;
   page: Statement;
   offset: number;
   rowType: string;

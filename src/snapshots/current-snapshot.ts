@@ -24,6 +24,8 @@ export interface Snapshot {
   organizations: ReadonlySet<string>;
   /** SQL relation of a view's rows; the path is ours, never a client's. */
   relation(view: string): string;
+  /** Rows of `organization` in `view`, when the manifest records them (snapshots from before it did not). */
+  rowsOf(view: string, organization: string): number | undefined;
 }
 
 export interface Lease {
@@ -86,6 +88,10 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     manifest,
     access,
     organizations: new Set(access.organizations),
+    rowsOf(view, organization) {
+      const rows = manifest.organizationRows?.[view];
+      return rows ? (rows[organization] ?? 0) : undefined;
+    },
     relation(view) {
       const relation = paths.get(view);
       if (!relation) throw new Error(`snapshot ${id} has no file for view ${view}`);

@@ -49,7 +49,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   const tmp = join(root, `.tmp-${id}`);
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
-    const rows = await buildViewFiles(validation, tmp, opts, progress);
+    const { rows, organizationRows } = await buildViewFiles(validation, tmp, opts, progress);
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
     const manifest: Manifest = {
       id,
@@ -59,6 +59,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       files: Object.fromEntries(viewStatements().map((v) => [v.view, v.file])),
       database: DATABASE_FILE,
       rows,
+      organizationRows,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -105,16 +106,18 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     // Rows must land in organization order: that is what lets a query read only its organization's blocks.
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
+    const organizationRows: Record<string, Record<string, number>> = {};
     for (const { view, file, select } of viewStatements()) {
       progress(`writing ${view}`);
       await db.run(`CREATE TABLE snapshot_out."${view}" AS ${select}`);
       await db.run(parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
-      const n = await db.runAndReadAll(`SELECT count(*) FROM snapshot_out."${view}"`);
-      rows[view] = Number(n.getRows()[0]![0]);
+      const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
+      organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));
+      rows[view] = Object.values(organizationRows[view]!).reduce((a, b) => a + b, 0);
     }
     await db.run('CHECKPOINT snapshot_out');
     await db.run('DETACH snapshot_out');
-    return rows;
+    return { rows, organizationRows };
   } finally {
     db.closeSync();
     instance.closeSync();

@@ -21,6 +21,8 @@ export interface Manifest {
   database?: string;
   /** Rows per view file, for sanity checks. */
   rows: Record<string, number>;
+  /** View → organization → rows: the total of an unfiltered page, so that it needs no count query. */
+  organizationRows?: Record<string, Record<string, number>>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
 }
