@@ -20,7 +20,16 @@ export interface CompiledQuery {
 export interface CompileTarget {
   relation: string;
   organization: string;
+  /** The organization's rows in this view, when the snapshot knows them: chooses the page's plan. */
+  organizationRows?: number;
 }
+
+/**
+ * Up to this many rows, a page reads the organization's rows whole, then sorts them. Above it, DuckDB's
+ * own plan (top-N over the sort columns, then fetching the page's rows by row id) is faster; below it, that
+ * fetch costs more than reading a few hundred rows outright (docs/performance.md).
+ */
+export const SMALL_ORGANIZATION_ROWS = 1000;
 
 const ident = (name: string) => {
   // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
@@ -92,12 +101,15 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const from = `FROM ${target.relation}\nWHERE ${where}`;
   const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
+  const select = `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
+  const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
+  // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
+  const pageSql = small
+    ? `WITH org_rows AS MATERIALIZED (SELECT *\n${from})\n${select}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
+    : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
-    page: {
-      sql: `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`,
-      params: [...params, BigInt(query.page.size), offset],
-    },
+    page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },
     export: { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
   };
 }

@@ -30,7 +30,9 @@ export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
 /** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const snapshot = ctx.state.lease!.snapshot;
-  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization: ctx.state.organization! });
+  const organization = ctx.state.organization!;
+  const organizationRows = snapshot.rowsOf(query.view.name, organization);
+  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, organizationRows });
   const base = baseUrl(ctx, deps.config.publicUrl);
   const etag = entityTag(['page', snapshot.id, ctx.state.organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
   if (notModified(ctx, etag)) return;
@@ -41,7 +43,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     attach: snapshot.attachment,
     count: compiled.count,
     // Without filters the total is the organization's row count, recorded at load: one statement, not two.
-    knownTotal: query.conditions.length === 0 ? snapshot.rowsOf(query.view.name, ctx.state.organization!) : undefined,
+    knownTotal: query.conditions.length === 0 ? organizationRows : undefined,
     page: compiled.page,
     offset: (query.page.number - 1) * query.page.size,
     rowType: query.view.rowType,
