@@ -34,12 +34,13 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const organizationRows = snapshot.rowsOf(query.view.name, organization);
   const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, organizationRows });
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const etag = entityTag(['page', snapshot.id, ctx.state.organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
+  const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
+  ctx.set('Cache-Control', REVALIDATE);
   if (notModified(ctx, etag)) return;
   const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
   const started = performance.now();
   const result = await runPage(deps.pool, {
-    organization: ctx.state.organization!,
+    organization,
     attach: snapshot.attachment,
     count: compiled.count,
     // Without filters the total is the organization's row count, recorded at load: one statement, not two.
@@ -58,7 +59,6 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   ctx.status = 200;
   ctx.type = JSONAPI;
   ctx.set('ETag', etag);
-  ctx.set('Cache-Control', REVALIDATE);
   ctx.body = Buffer.concat([
     Buffer.from('{"data":'),
     result.body,
@@ -76,6 +76,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization });
   const header = query.fields.map((f) => f.name).join(',');
   const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
+  ctx.set('Cache-Control', REVALIDATE);
   if (notModified(ctx, etag)) return;
   const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'export' };
   const started = performance.now();
@@ -113,13 +114,20 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   if (end.kind === 'aborted') ctx.state.outcome = `aborted: ${end.code}`;
 }
 
+/** decisions §5: the CSV routes ignore paging parameters (an export is every row), even invalid ones. */
+export function withoutPaging(params: Map<string, string>): Map<string, string> {
+  params.delete('page[number]');
+  params.delete('page[size]');
+  return params;
+}
+
 export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
   router.get('/explorer', async (ctx) => {
     const { query, carried } = parseQueryParameters(deps.config.engine, decodeQueryString(ctx.querystring));
     await answerPage(ctx, deps, query, carried);
   });
   router.get('/explorer/export/csv', async (ctx) => {
-    const { query } = parseQueryParameters(deps.config.engine, decodeQueryString(ctx.querystring));
+    const { query } = parseQueryParameters(deps.config.engine, withoutPaging(decodeQueryString(ctx.querystring)));
     await answerCsv(ctx, deps, query);
   });
 }

@@ -13,7 +13,7 @@ import { NameTakenError, StoreUnavailableError, type SavedView, type SavedViewSt
 import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
-import { answerCsv, answerPage, baseUrl, type ExplorerDeps } from './explorer.js';
+import { answerCsv, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
 
 type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string> };
 
@@ -99,8 +99,9 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
   });
 
   /** The stored query with this request's paging; other query parameters are ignored (decisions §8). */
-  function savedQuery(c: Ctx, view: SavedView) {
+  function savedQuery(c: Ctx, view: SavedView, paging: boolean) {
     const params = decodeQueryString(c.querystring);
+    if (!paging) withoutPaging(params);
     const page: { number?: string; size?: string } = {};
     if (params.has('page[number]')) page.number = params.get('page[number]')!;
     if (params.has('page[size]')) page.size = params.get('page[size]')!;
@@ -110,14 +111,14 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
   router.get('/explorer/views/:view_id/results', async (ctx) => {
     const c = ctx as Ctx;
     const view = await viewOf(c);
-    await answerPage(c, deps, savedQuery(c, view), []);
+    await answerPage(c, deps, savedQuery(c, view, true), []);
   });
 
   for (const path of ['/explorer/views/:view_id/csv', '/explorer/views/:view_id/export/csv']) {
     router.get(path, async (ctx) => {
       const c = ctx as Ctx;
       const view = await viewOf(c);
-      await answerCsv(c, deps, savedQuery(c, view));
+      await answerCsv(c, deps, savedQuery(c, view, false));
     });
   }
 }
