@@ -18,13 +18,13 @@ export const ALL_OPERATORS: readonly Operator[] = [
 ];
 
 /** Spellings real clients send for the same operator (decisions §4). */
-const ALIASES: Readonly<Record<string, Operator>> = {
+export const OPERATOR_ALIASES: Readonly<Record<string, Operator>> = {
   'does_not_contain': 'does not contain',
   'does+not+contain': 'does not contain',
 };
 
 export function canonicalOperator(spelling: string): string {
-  return ALIASES[spelling] ?? spelling;
+  return OPERATOR_ALIASES[spelling] ?? spelling;
 }
 
 /** Operators whose several values mean "none of" rather than "any of". */

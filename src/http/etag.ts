@@ -7,7 +7,7 @@ import type { ParameterizedContext } from 'koa';
 
 export function entityTag(parts: readonly unknown[]): string {
   const hash = createHash('sha256');
-  for (const part of parts) hash.update(typeof part === 'string' ? part : JSON.stringify(part, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))).update('\0');
+  for (const part of parts) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))).update('\0');
   return `"${hash.digest('base64url').slice(0, 32)}"`;
 }
 
@@ -23,12 +23,12 @@ export function ifNoneMatch(header: string | undefined, etag: string): boolean {
 /**
  * Answers 304 and returns true when the client already holds this representation. Otherwise the caller
  * sets the ETag on its success response only (an error must not carry the tag of what it failed to make).
+ * Cache-Control is the caller's: it is the same on the 304 as on the 200.
  */
 export function notModified(ctx: ParameterizedContext, etag: string): boolean {
   if (!ifNoneMatch(ctx.get('If-None-Match') || undefined, etag)) return false;
   ctx.status = 304;
   ctx.set('ETag', etag);
-  ctx.set('Cache-Control', REVALIDATE);
   ctx.body = null;
   return true;
 }

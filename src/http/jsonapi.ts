@@ -27,8 +27,8 @@ export function sendJson(ctx: ParameterizedContext, status: number, body: unknow
 export function sendJsonTagged(ctx: ParameterizedContext, body: unknown): void {
   const text = JSON.stringify(body);
   const etag = entityTag([text]);
+  ctx.set('Cache-Control', REVALIDATE);
   if (notModified(ctx, etag)) return;
   sendJson(ctx, 200, text);
   ctx.set('ETag', etag);
-  ctx.set('Cache-Control', REVALIDATE);
 }

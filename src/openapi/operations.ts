@@ -1,0 +1,250 @@
+// Every route of the service as an OpenAPI operation. The routes themselves are registered in
+// src/http/routes/*.ts; test/http/openapi.test.ts walks the app's routers and fails when one is missing here.
+import type { Catalog } from '../catalog/catalog.js';
+import { PAGE_PARAMETERS, paramRef, queryParameterNames } from './parameters.js';
+import { errorResponseRef, headerRef, JSONAPI, organizationHeaders, type ErrorStatus, type ResponseOptions } from './responses.js';
+import { ref, type Json } from './schemas.js';
+
+export const OPENAPI_PATH = '/api/v2/explorer/openapi.json';
+const ORG = '/api/v2/organizations/{organization_name}';
+
+export interface OperationSpec {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** OpenAPI path template. */
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  /** No API token needed. */
+  public?: boolean;
+  /** Another security requirement than the API token (the metrics token). */
+  security?: Json[];
+  /** Under /api/v2/organizations/{organization_name}: rate limited, authorized per organization. */
+  organization?: boolean;
+  /** Answers ETag and honours If-None-Match with 304. */
+  conditional?: boolean;
+  parameters?: string[];
+  requestBody?: Json;
+  /** Success responses by status. */
+  responses: Record<string, Json>;
+  errors: ErrorStatus[];
+}
+
+/** Errors every route can answer: URL and header limits come before routing; a bug is a 500. */
+const ALWAYS: ErrorStatus[] = [414, 431, 500];
+/** Errors of every organization route (decisions §7: 401, then 503 without snapshot, then 404). */
+const ORGANIZATION: ErrorStatus[] = [401, 404, 429, 503];
+
+const jsonApi = (schema: Json) => ({ [JSONAPI]: { schema } });
+
+function csvResponse(catalog: Catalog, what: string): Json {
+  const columns = catalog.views.map((v) => `${v.name}: \`${v.fields.map((f) => f.name).join(',')}\``).join('; ');
+  return {
+    description: `${what} as CSV (decisions §6): a header row of snake_case field names, then every value double-quoted `
+      + '(null as `""`, datetimes `YYYY-MM-DDTHH:MM:SS+00:00`), every line ending with `\\n`, UTF-8 without BOM. Paging is ignored. '
+      + `Default columns by view — ${columns}. If the export fails after its first byte, the transfer is broken off.`,
+    headers: {
+      'Content-Disposition': headerRef('Content-Disposition'),
+      'Cache-Control': headerRef('Cache-Control'),
+    },
+    content: { 'text/csv': { schema: { type: 'string' } } },
+  };
+}
+
+/** How GET /metrics is configured (METRICS_TOKEN, METRICS_PUBLIC): whether a token is set, never the token. */
+export interface MetricsSetting {
+  token: boolean;
+  public: boolean;
+}
+
+function metricsSpec(setting: MetricsSetting): OperationSpec {
+  const on = setting.token || setting.public;
+  const spec: OperationSpec = {
+    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'Service', public: !setting.token,
+    summary: 'Prometheus metrics',
+    description: !on
+      ? 'Off in this configuration: answers 404. `METRICS_TOKEN` turns it on behind that bearer token, `METRICS_PUBLIC=1` without one.'
+      : setting.token
+        ? 'The Prometheus text exposition format, behind the bearer token `METRICS_TOKEN` (not an API token). Not rate limited.'
+        : 'The Prometheus text exposition format, without a token (`METRICS_PUBLIC`). Not rate limited.',
+    responses: on
+      ? { 200: { description: 'Requests by route and status, query latency by view, rows and bytes, time-outs, cancellations, rate limits, pool queue and utilisation, snapshot id and age, Redis state.', headers: { 'Cache-Control': headerRef('Cache-Control') }, content: { 'text/plain': { schema: { type: 'string' } } } } }
+      : {},
+    errors: on ? [] : [404],
+  };
+  if (setting.token) spec.security = [{ metricsToken: [] }];
+  return spec;
+}
+
+export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): OperationSpec[] {
+  const savedViewBody = {
+    required: true,
+    description: 'A saved view: the documented flat layout (`data.name`, `data.query_type`, `data.query`) or the JSON:API one '
+      + '(`data.type` = `explorer-saved-queries`, `data.attributes`). At most 64 KiB.',
+    content: { [JSONAPI]: { schema: ref('SavedViewBody') }, 'application/json': { schema: ref('SavedViewBody') } },
+  };
+  const savedView = (description: string, status = '200') => ({ [status]: { description, content: jsonApi(ref('SavedViewDocument')) } });
+  const viewPath = `${ORG}/explorer/views/{view_id}`;
+  const csvReRun = (path: string, operationId: string, alias: boolean): OperationSpec => ({
+    method: 'get', path, operationId, tag: 'Saved views', organization: true, conditional: true,
+    summary: alias ? 'Re-run a saved view as CSV (alias of …/csv)' : 'Re-run a saved view as CSV',
+    description: 'Runs the stored query on the current snapshot. Every query parameter, paging included, is ignored.',
+    parameters: ['view_id'],
+    responses: { 200: csvResponse(catalog, 'Every row of the stored query') },
+    errors: [400, 422, 504],
+  });
+
+  return [
+    {
+      method: 'get', path: '/api/v2/ping', operationId: 'ping', tag: 'Service', public: true,
+      summary: 'Check that the API answers',
+      description: 'Clients call it first; no token needed, not rate limited.',
+      responses: { 204: { description: 'The API answers.' } },
+      errors: [],
+    },
+    {
+      method: 'get', path: '/healthz', operationId: 'liveness', tag: 'Service', public: true,
+      summary: 'Liveness',
+      responses: { 200: { description: 'The process runs.', content: { 'application/json': { schema: ref('Health') } } } },
+      errors: [],
+    },
+    {
+      method: 'get', path: '/readyz', operationId: 'readiness', tag: 'Service', public: true,
+      summary: 'Readiness: a snapshot is loaded and the pool is up',
+      description: 'Reports the Redis state without failing on it.',
+      responses: {
+        200: { description: 'Ready.', content: { 'application/json': { schema: ref('Readiness') } } },
+        503: { description: 'Not ready: no snapshot, a broken one, or shutting down (not a JSON:API error).', content: { 'application/json': { schema: ref('Readiness') } } },
+      },
+      errors: [],
+    },
+    {
+      method: 'get', path: OPENAPI_PATH, operationId: 'openApiDocument', tag: 'Service', conditional: true,
+      summary: 'This OpenAPI document',
+      description: `Built once at start from the view catalog of the configured engine name (\`${catalog.engine}\`). Any valid token; not rate limited.`,
+      responses: { 200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } } },
+      errors: [401, 503],
+    },
+    metricsSpec(metrics),
+    {
+      method: 'get', path: '/explorer', operationId: 'explorerPage', tag: 'Explorer page', public: true, conditional: true,
+      summary: 'The explorer web page',
+      description: 'Static, no token needed (the page asks for one and sends it with every API call it makes). `/explorer/` redirects here.',
+      responses: {
+        200: { description: 'The page.', headers: { 'Cache-Control': headerRef('Cache-Control') }, content: { 'text/html': { schema: { type: 'string' } } } },
+        308: { description: 'Requested as `/explorer/`: redirects to `/explorer`.', headers: { Location: { description: 'Where the page is.', required: true, schema: { type: 'string' } } } },
+      },
+      errors: [404],
+    },
+    {
+      method: 'get', path: '/explorer/{asset}', operationId: 'explorerPageAsset', tag: 'Explorer page', public: true, conditional: true,
+      summary: 'A script, style sheet, image or the catalog of the explorer page',
+      description: '`catalog.json` holds the views, fields and operators of the configured engine name. Only plain file names of the built page are served.',
+      parameters: ['asset'],
+      responses: {
+        200: {
+          description: 'The file.',
+          headers: { 'Cache-Control': headerRef('Cache-Control') },
+          content: Object.fromEntries(['text/javascript', 'text/css', 'application/json', 'image/svg+xml', 'image/png', 'text/html'].map((t) => [t, { schema: t === 'application/json' ? { type: 'object' } : { type: 'string' } }])),
+        },
+      },
+      errors: [404],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer`, operationId: 'query', tag: 'Explorer', organization: true, conditional: true,
+      summary: 'Run a query: one page of JSON:API rows (endpoint 1)',
+      parameters: queryParameterNames(catalog, true),
+      responses: { 200: { description: 'One page of rows of the view named by `type`, with links and pagination.', content: jsonApi(ref('Page')) } },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true,
+      summary: 'Export every matching row as CSV (endpoint 2)',
+      description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (decisions §5).',
+      parameters: queryParameterNames(catalog, false),
+      responses: { 200: csvResponse(catalog, 'Every matching row') },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/views`, operationId: 'listSavedViews', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'List saved views (endpoint 3)',
+      description: 'Ordered by creation time, then id; paged like queries.',
+      parameters: PAGE_PARAMETERS,
+      responses: { 200: { description: 'One page of saved views.', content: jsonApi(ref('SavedViewList')) } },
+      errors: [400],
+    },
+    {
+      method: 'post', path: `${ORG}/explorer/views`, operationId: 'createSavedView', tag: 'Saved views', organization: true,
+      summary: 'Create a saved view (endpoint 4)',
+      requestBody: savedViewBody,
+      responses: savedView('The created view.', '201'),
+      errors: [400, 413, 415, 422],
+    },
+    {
+      method: 'get', path: viewPath, operationId: 'showSavedView', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'Show a saved view (endpoint 5)',
+      parameters: ['view_id'],
+      responses: savedView('The view.'),
+      errors: [],
+    },
+    {
+      method: 'patch', path: viewPath, operationId: 'updateSavedView', tag: 'Saved views', organization: true,
+      summary: 'Update a saved view (endpoint 6)',
+      description: 'Replaces name and query whole; the view type cannot change.',
+      parameters: ['view_id'],
+      requestBody: savedViewBody,
+      responses: savedView('The updated view.'),
+      errors: [400, 413, 415, 422],
+    },
+    {
+      method: 'delete', path: viewPath, operationId: 'deleteSavedView', tag: 'Saved views', organization: true,
+      summary: 'Delete a saved view (endpoint 7)',
+      parameters: ['view_id'],
+      responses: savedView('The deleted view.'),
+      errors: [],
+    },
+    {
+      method: 'get', path: `${viewPath}/results`, operationId: 'savedViewResults', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'Re-run a saved view: one page of JSON:API rows (endpoint 8)',
+      description: 'Runs the stored query on the current snapshot; honours `page[number]` and `page[size]` and ignores every other parameter. Links carry only the page parameters.',
+      parameters: ['view_id', ...PAGE_PARAMETERS],
+      responses: { 200: { description: 'One page of rows of the saved view\'s view type.', content: jsonApi(ref('Page')) } },
+      errors: [400, 422, 504],
+    },
+    csvReRun(`${viewPath}/csv`, 'savedViewCsv', false),
+    csvReRun(`${viewPath}/export/csv`, 'savedViewExportCsv', true),
+  ];
+}
+
+/** The OpenAPI operation object of one spec. */
+export function operationObject(spec: OperationSpec, opts: ResponseOptions): Json {
+  const parameters = [
+    ...(spec.organization ? ['organization_name'] : []),
+    ...(spec.parameters ?? []),
+    ...(spec.conditional ? ['If-None-Match'] : []),
+    'X-Request-Id',
+  ].map(paramRef);
+  const responses: Json = {};
+  for (const [status, response] of Object.entries(spec.responses)) {
+    const headers: Json = spec.organization ? organizationHeaders() : { 'X-Request-Id': headerRef('X-Request-Id') };
+    if (spec.conditional && status.startsWith('2')) Object.assign(headers, { ETag: headerRef('ETag'), 'Cache-Control': headerRef('Cache-Control') });
+    Object.assign(headers, (response as { headers?: Json }).headers ?? {});
+    responses[status] = { ...response, headers };
+  }
+  if (spec.conditional) responses['304'] = { $ref: '#/components/responses/NotModified' };
+  const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
+  for (const status of [...errors].sort((a, b) => a - b)) responses[String(status)] = errorResponseRef(status, opts);
+  const operation: Json = {
+    operationId: spec.operationId,
+    tags: [spec.tag],
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    parameters,
+    ...(spec.requestBody ? { requestBody: spec.requestBody } : {}),
+    responses,
+  };
+  if (spec.security) operation.security = spec.security;
+  else if (spec.public) operation.security = [];
+  return operation;
+}

@@ -1,0 +1,93 @@
+// Parameters of the OpenAPI document. Query parameters of the explorer routes take their schemas from the
+// catalog (src/openapi/schemas.ts): the view enum, per-view sort and field lists, per-view filters.
+import type { Catalog } from '../catalog/catalog.js';
+import type { Json } from './schemas.js';
+import { ref } from './schemas.js';
+
+export const paramRef = (name: string): Json => ({ $ref: `#/components/parameters/${name}` });
+
+export const PAGE_PARAMETERS = ['page.number', 'page.size'];
+
+/** Component names of the query parameters of endpoints 1 and 2 (decisions §4–5). */
+export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
+  return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? PAGE_PARAMETERS : [])];
+}
+
+export function componentParameters(catalog: Catalog): Record<string, Json> {
+  const views = catalog.views.map((v) => v.name);
+  const out: Record<string, Json> = {
+    organization_name: {
+      name: 'organization_name', in: 'path', required: true,
+      description: 'Name of the organization. An unknown one and one the token may not explore answer the same 404.',
+      schema: { type: 'string' },
+    },
+    view_id: {
+      name: 'view_id', in: 'path', required: true,
+      description: 'Id of a saved view of the organization (`sq-` and 16 base-62 characters); any other answers 404.',
+      schema: { type: 'string' },
+      examples: { id: { value: 'sq-3kTMd9Qz1bX8yVwA' } },
+    },
+    asset: {
+      name: 'asset', in: 'path', required: true,
+      description: 'A file name of the built page: letters, digits, `_` and `-` in dot-separated parts, with a known extension.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+(?:\\.[A-Za-z0-9_-]+)*\\.(?:html|js|css|json|svg|png)$' },
+    },
+    type: {
+      name: 'type', in: 'query', required: true,
+      description: 'The view to query.',
+      schema: ref('ViewType'),
+    },
+    filter: {
+      name: 'filter', in: 'query', required: false, style: 'deepObject', explode: true,
+      description: 'Filters, one parameter per value: `filter[<i>][<field>][<operator>][<j>]=<value>` (i, j whole numbers; '
+        + 'percent-encode brackets and spaces). Fields are those of the view named by `type` and operators those of the field\'s type '
+        + '(see the Filter.<view> and FieldFilter.<type> schemas). Every condition is ANDed, whether they share an index or not; '
+        + 'several values j of one condition mean "any of", or "none of" for is_not and does not contain. An unknown field or '
+        + 'operator, or a value that does not parse, is a 400 naming the whole key.',
+      schema: ref('Filter'),
+      examples: Object.fromEntries(catalog.views.map((v) => {
+        const f = v.fields.find((x) => x.type === 'string') ?? v.fields[0]!;
+        return [v.name, { summary: `${v.name}: ${f.name} contains "a"`, value: { 0: { [f.name]: { contains: { 0: 'a' } } } } }];
+      })),
+    },
+    sort: {
+      name: 'sort', in: 'query', required: false,
+      description: 'Sort keys of the view named by `type`, comma-separated, each optionally prefixed by `-` (descending). '
+        + 'The default depends on the view; every order ends with the row id ascending.',
+      schema: ref('Sort'),
+    },
+    fields: {
+      name: 'fields', in: 'query', required: false,
+      description: `Fields to return, comma-separated, in the order wanted (CSV columns follow it). Give it once: \`fields\` or \`fields[<type>]\`, not both. Default: every field of the view, alphabetically.`,
+      schema: ref('Fields'),
+    },
+    'page.number': {
+      name: 'page[number]', in: 'query', required: false,
+      description: 'Page to return; default 1.',
+      schema: ref('PageNumber'),
+    },
+    'page.size': {
+      name: 'page[size]', in: 'query', required: false,
+      description: 'Rows per page; default 20, clamped to 100.',
+      schema: ref('PageSize'),
+    },
+    'If-None-Match': {
+      name: 'If-None-Match', in: 'header', required: false,
+      description: 'An `ETag` of an earlier response: when it still matches, the answer is 304 without a body (and a query is not run).',
+      schema: { type: 'string' },
+    },
+    'X-Request-Id': {
+      name: 'X-Request-Id', in: 'header', required: false,
+      description: 'A request id to log and echo back; used when it matches the pattern, replaced otherwise.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+    },
+  };
+  for (const view of views) {
+    out[`fields.${view}`] = {
+      name: `fields[${view}]`, in: 'query', required: false,
+      description: `Like \`fields\`, as a JSON:API sparse fieldset: applies when \`type\` is ${view} and is ignored otherwise.`,
+      schema: ref(`Fields.${view}`),
+    };
+  }
+  return out;
+}

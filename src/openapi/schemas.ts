@@ -1,0 +1,356 @@
+// Component schemas of the OpenAPI document, derived from the view catalog and its JSON Schemas
+// (src/catalog/schemas.ts): nothing here lists a view, a field or an operator by hand.
+import type { Catalog } from '../catalog/catalog.js';
+import { ALL_OPERATORS, ignoresValue, OPERATOR_ALIASES, OPERATORS_BY_TYPE, VALUE_PATTERNS, type Operator } from '../catalog/operators.js';
+import { allSchemas, PAGE_SCHEMA, viewQuerySchema } from '../catalog/schemas.js';
+import type { Field, FieldType, View } from '../catalog/types.js';
+import { MAX_CONDITIONS, MAX_PAGE_SIZE } from '../query/validate.js';
+import { SAVED_VIEW_TYPE } from '../saved-views/render.js';
+
+export type Json = Record<string, unknown>;
+
+export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+
+const FIELD_TYPES: readonly FieldType[] = ['string', 'number', 'boolean', 'datetime'];
+
+/** decisions §6: datetimes of result rows carry milliseconds and the UTC offset +00:00. */
+const ROW_DATETIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\+00:00$';
+/** decisions §6: a saved view's created-at / updated-at. */
+const SAVED_DATETIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+const INDEX = '^\\d+$';
+
+/** What each operator keeps (explorer-api §4.2, decisions §4); the Record type makes it complete. */
+const OPERATOR_MEANING: Readonly<Record<Operator, string>> = {
+  is: 'equals one of the values (strings compare exactly, booleans are true/false in any case)',
+  is_not: 'differs from every value; keeps nulls',
+  contains: 'contains one of the values as a substring (ASCII case-insensitive)',
+  'does not contain': 'contains none of the values as a substring (ASCII case-insensitive); keeps nulls',
+  is_empty: 'has no value (null, or "" for strings); the value is ignored and may be empty',
+  is_not_empty: 'has a value; the value is ignored and may be empty',
+  gt: 'is greater than the value',
+  lt: 'is less than the value',
+  gteq: 'is greater than or equal to the value',
+  lteq: 'is less than or equal to the value',
+  is_before: 'is strictly earlier than the value (no offset means UTC)',
+  is_after: 'is strictly later than the value (no offset means UTC)',
+};
+
+const regexEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The draft-07 `$id`/`$schema` of the catalog's schemas have no place inside an OpenAPI document. */
+function bare(schema: Json): Json {
+  const { $id: _id, $schema: _schema, ...rest } = schema;
+  return rest;
+}
+
+/** A comma-separated list of `item`s, at most `max` of them, spaces around items allowed (decisions §5). */
+function listPattern(item: string, max: number): string {
+  const one = `\\s*${item}\\s*`;
+  return `^${one}(?:,${one}){0,${max - 1}}$`;
+}
+
+interface QueryLimits {
+  names: string[];
+  maxFields: number;
+  maxSort: number;
+  maxValues: number;
+}
+
+/** Field names and limits of one view, read from its query schema (schemas/generated/query-<view>.schema.json). */
+export function queryLimits(view: View): QueryLimits {
+  type List = { maxItems: number; items: { enum: string[] } };
+  const { fields, sort, filter } = (viewQuerySchema(view) as { properties: Record<'fields' | 'sort' | 'filter', List> }).properties;
+  return { names: fields.items.enum, maxFields: fields.maxItems, maxSort: sort.maxItems, maxValues: filter.maxItems };
+}
+
+function attributeSchema(field: Field): Json {
+  const description = `${field.description}${field.version ? ' Sorts by version precedence.' : ''} (${field.type}; \`${field.name}\` in query strings and CSV.)`;
+  switch (field.type) {
+    case 'string': return { type: ['string', 'null'], description };
+    case 'number': return { type: ['number', 'null'], description };
+    case 'boolean': return { type: ['boolean', 'null'], description };
+    case 'datetime': return { type: ['string', 'null'], format: 'date-time', pattern: ROW_DATETIME, description };
+  }
+}
+
+/** The value of one filter parameter: `filter[i][field][op][j]=<value>`, keyed by j. */
+function filterValues(type: FieldType | null): Json {
+  const pattern = type === null ? null : VALUE_PATTERNS[type];
+  return {
+    type: 'object',
+    description: type === null
+      ? 'Values by value index j (`0` for a single value); ignored by this operator.'
+      : `Values by value index j (\`0\` for a single value); several values mean "any of", or "none of" for is_not and does not contain. ${type} syntax${pattern ? `: ${pattern}` : ': any text'}.`,
+    propertyNames: { pattern: INDEX },
+    minProperties: 1,
+    additionalProperties: pattern ? { type: 'string', pattern } : { type: 'string' },
+  };
+}
+
+/** Operators of one field type, each to its values; aliases of decisions §4 included. */
+function fieldFilter(type: FieldType): Json {
+  const operators = OPERATORS_BY_TYPE[type];
+  const properties: Json = {};
+  for (const op of operators) {
+    properties[op] = { ...ref(ignoresValue(op) ? 'FilterValues.ignored' : `FilterValues.${type}`), description: `Keeps rows whose field ${OPERATOR_MEANING[op]}.` };
+  }
+  for (const [alias, op] of Object.entries(OPERATOR_ALIASES)) {
+    if (operators.includes(op)) properties[alias] = { ...ref(`FilterValues.${type}`), description: `Another spelling of \`${op}\`.` };
+  }
+  return {
+    type: 'object',
+    description: `Conditions on a ${type} field, by operator: ${operators.join(', ')}.`,
+    minProperties: 1,
+    additionalProperties: false,
+    properties,
+  };
+}
+
+function viewSchemas(view: View): Record<string, Json> {
+  const { names, maxFields, maxSort, maxValues } = queryLimits(view);
+  const alternatives = `(?:${names.map(regexEscape).join('|')})`;
+  const conditionFields: Json = {};
+  for (const f of view.fields) conditionFields[f.name] = { ...ref(`FieldFilter.${f.type}`), description: `${f.name} (${f.type}).` };
+  const attributes: Json = {};
+  for (const f of view.fields) attributes[f.attribute] = attributeSchema(f);
+  return {
+    [`Attributes.${view.name}`]: {
+      type: 'object',
+      description: `Attributes of a ${view.name} row: every field in this order by default, or those chosen by \`fields\`.`,
+      additionalProperties: false,
+      properties: attributes,
+    },
+    [`Row.${view.name}`]: {
+      type: 'object',
+      description: `${view.description} Default sort: \`${view.defaultSort.join(',')}\`, then the row id.`,
+      required: ['id', 'type', 'attributes'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string', description: 'Row id (decisions §3).' },
+        type: { const: view.rowType },
+        attributes: ref(`Attributes.${view.name}`),
+      },
+    },
+    [`Page.${view.name}`]: {
+      type: 'object',
+      description: `One page of the ${view.name} view.`,
+      required: ['data', 'links', 'meta'],
+      additionalProperties: false,
+      properties: {
+        data: { type: 'array', items: ref(`Row.${view.name}`), maxItems: MAX_PAGE_SIZE },
+        links: ref('PageLinks'),
+        meta: ref('PageMeta'),
+      },
+    },
+    [`Sort.${view.name}`]: {
+      type: 'string',
+      description: `Sort keys of the ${view.name} view, comma-separated, \`-\` for descending; at most ${maxSort}. Fields: ${names.join(', ')}.`,
+      pattern: listPattern(`-?${alternatives}`, maxSort),
+    },
+    [`Fields.${view.name}`]: {
+      type: 'string',
+      description: `Fields of the ${view.name} view, comma-separated, in the order wanted (duplicates dropped); at most ${maxFields}. Fields: ${names.join(', ')}.`,
+      pattern: listPattern(alternatives, maxFields),
+    },
+    [`FilterCondition.${view.name}`]: {
+      type: 'object',
+      description: `The conditions under one filter index of the ${view.name} view, by field.`,
+      minProperties: 1,
+      additionalProperties: false,
+      properties: conditionFields,
+    },
+    [`Filter.${view.name}`]: {
+      type: 'object',
+      description: `Filters of the ${view.name} view by filter index i: \`filter[i][field][operator][j]=value\`. Every condition is ANDed; at most ${MAX_CONDITIONS} conditions and ${maxValues} values.`,
+      propertyNames: { pattern: INDEX },
+      additionalProperties: ref(`FilterCondition.${view.name}`),
+    },
+  };
+}
+
+/**
+ * Converts schemas/saved-view-body.schema.json (draft-07, `#/definitions/…`) into an OpenAPI 3.1 schema
+ * component named `name`: `definitions` become `$defs`, and references point into the component.
+ */
+export function embedSchema(schema: Json, name: string): Json {
+  const rewrite = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(rewrite);
+    if (node === null || typeof node !== 'object') return node;
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node as Json)) {
+      if (k === '$ref' && typeof v === 'string' && v.startsWith('#/definitions/')) out.$ref = `#/components/schemas/${name}/$defs/${v.slice('#/definitions/'.length)}`;
+      else if (k === 'definitions') out.$defs = rewrite(v);
+      else out[k] = rewrite(v);
+    }
+    return out;
+  };
+  return rewrite(bare(schema)) as Json;
+}
+
+/** Every component schema of the document. */
+export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<string, Json> {
+  const schemas = allSchemas(catalog);
+  const out: Record<string, Json> = {
+    ViewType: { ...bare(schemas['query-type']!), description: `The view a query reads: ${catalog.views.map((v) => `\`${v.name}\` (${v.description.replace(/\.$/, '')})`).join('; ')}.` },
+    PageNumber: { ...bare((PAGE_SCHEMA.properties as Json).number as Json), description: 'Page number, a whole number of at least 1 (default 1; at most 2^53 − 1). Past the last page `data` is empty.' },
+    PageSize: { ...bare((PAGE_SCHEMA.properties as Json).size as Json), description: `Rows per page, a whole number of at least 1 (default 20; above ${MAX_PAGE_SIZE} it is clamped to ${MAX_PAGE_SIZE}).` },
+    'FilterValues.ignored': filterValues(null),
+  };
+  for (const type of FIELD_TYPES) {
+    out[`FilterValues.${type}`] = filterValues(type);
+    out[`FieldFilter.${type}`] = fieldFilter(type);
+  }
+  for (const view of catalog.views) Object.assign(out, viewSchemas(view));
+
+  out.Filter = {
+    description: 'Filters (explorer-api §4.2, decisions §4) of the view named by `type`.',
+    anyOf: catalog.views.map((v) => ref(`Filter.${v.name}`)),
+  };
+  out.Sort = { description: 'Sort keys of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Sort.${v.name}`)) };
+  out.Fields = { description: 'Fields of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Fields.${v.name}`)) };
+  out.Page = { description: 'One page of results of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Page.${v.name}`)) };
+
+  out.PageLinks = {
+    type: 'object',
+    description: 'Absolute URLs of the same route with `page[number]` and the effective `page[size]` (decisions §5).',
+    required: ['self', 'first', 'prev', 'next', 'last'],
+    additionalProperties: false,
+    properties: {
+      self: { type: 'string', format: 'uri' },
+      first: { type: 'string', format: 'uri' },
+      prev: { type: ['string', 'null'], format: 'uri' },
+      next: { type: ['string', 'null'], format: 'uri' },
+      last: { type: 'string', format: 'uri' },
+    },
+  };
+  const pageNumber = { type: 'integer', minimum: 1 };
+  out.PageMeta = {
+    type: 'object',
+    required: ['pagination'],
+    additionalProperties: false,
+    properties: {
+      pagination: {
+        type: 'object',
+        required: ['current-page', 'page-size', 'next-page', 'prev-page', 'total-pages', 'total-count'],
+        additionalProperties: false,
+        properties: {
+          'current-page': pageNumber,
+          'page-size': { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
+          'next-page': { type: ['integer', 'null'], minimum: 2 },
+          'prev-page': { type: ['integer', 'null'], minimum: 1 },
+          'total-pages': pageNumber,
+          'total-count': { type: 'integer', minimum: 0 },
+        },
+      },
+    },
+  };
+
+  out.SavedQuery = {
+    type: 'object',
+    description: 'A saved query as stored (explorer-api §2.7): canonical operators, fields without duplicates. '
+      + 'Names are those of the catalog when the view was saved (a re-run validates them again).',
+    required: ['type', 'filter'],
+    additionalProperties: false,
+    properties: {
+      type: ref('ViewType'),
+      filter: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['field', 'operator', 'value'],
+          additionalProperties: false,
+          properties: {
+            field: { type: 'string' },
+            operator: { enum: [...ALL_OPERATORS] },
+            value: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+      fields: { type: 'array', minItems: 1, items: { type: 'string' } },
+      sort: { type: 'array', minItems: 1, items: { type: 'string' } },
+    },
+  };
+  out.SavedView = {
+    type: 'object',
+    required: ['id', 'type', 'attributes'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', pattern: '^sq-[0-9A-Za-z]{16}$' },
+      type: { const: SAVED_VIEW_TYPE },
+      attributes: {
+        type: 'object',
+        required: ['name', 'created-at', 'updated-at', 'query', 'query-type'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 255, description: 'Unique within the organization, trimmed.' },
+          'created-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
+          'updated-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
+          query: ref('SavedQuery'),
+          'query-type': ref('ViewType'),
+        },
+      },
+    },
+  };
+  out.SavedViewDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('SavedView') } };
+  out.SavedViewList = {
+    type: 'object',
+    required: ['data', 'links', 'meta'],
+    additionalProperties: false,
+    properties: { data: { type: 'array', items: ref('SavedView'), maxItems: MAX_PAGE_SIZE }, links: ref('PageLinks'), meta: ref('PageMeta') },
+  };
+  out.SavedViewBody = {
+    ...embedSchema(savedViewBody, 'SavedViewBody'),
+    description: `${String(savedViewBody.description ?? '')} Views: ${catalog.views.map((v) => v.name).join(', ')}; fields and operators as in the Filter.<view> schemas. Update (PATCH) requires name and query; the view type cannot change.`,
+  };
+
+  out.ErrorSource = {
+    type: 'object',
+    description: 'Where the error is: a query parameter (its decoded name), a JSON Pointer into the body, or a request header.',
+    minProperties: 1,
+    maxProperties: 1,
+    additionalProperties: false,
+    properties: {
+      parameter: { type: 'string' },
+      pointer: { type: 'string', pattern: '^(?:/.*)?$' },
+      header: { type: 'string' },
+    },
+  };
+  out.Error = {
+    type: 'object',
+    required: ['status', 'title', 'detail'],
+    additionalProperties: false,
+    properties: {
+      status: { type: 'string', pattern: '^[45]\\d\\d$' },
+      title: { type: 'string' },
+      detail: { type: 'string' },
+      source: ref('ErrorSource'),
+    },
+  };
+  out.ErrorDocument = {
+    type: 'object',
+    description: 'A JSON:API error document (decisions §7).',
+    required: ['errors'],
+    additionalProperties: false,
+    properties: { errors: { type: 'array', minItems: 1, items: ref('Error') } },
+  };
+
+  out.Health = { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } };
+  out.Readiness = {
+    type: 'object',
+    required: ['status', 'snapshot', 'pool', 'redis', 'draining'],
+    properties: {
+      status: { enum: ['ready', 'not ready'] },
+      snapshot: {
+        oneOf: [
+          { type: 'object', required: ['status', 'id'], properties: { status: { const: 'ready' }, id: { type: 'string' } } },
+          { type: 'object', required: ['status', 'id', 'error'], properties: { status: { const: 'broken' }, id: { type: 'string' }, error: { type: 'string' } } },
+          { type: 'object', required: ['status'], properties: { status: { const: 'none' } } },
+        ],
+      },
+      pool: { type: 'object', required: ['concurrency', 'queued'], properties: { concurrency: { type: 'integer' }, queued: { type: 'integer' } } },
+      redis: { type: 'object', required: ['state'], properties: { state: { type: 'string', description: '`ready`, `connecting`, `down`, or `not configured`.' } } },
+      draining: { type: 'boolean' },
+    },
+  };
+  return out;
+}
