@@ -17,7 +17,9 @@ import { recordMetrics } from './middleware/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { Metrics } from '../metrics/metrics.js';
 import { explorerRoutes } from './routes/explorer.js';
+import { explorerPageRoutes } from './routes/explorer-page.js';
 import { opsRoutes } from './routes/ops.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { savedViewRoutes } from './routes/saved-views.js';
 import type { RequestState } from './state.js';
 
@@ -39,6 +41,8 @@ export function createApp(services: Services): Koa<RequestState> {
   const ops = new Router<RequestState>();
   opsRoutes(ops, services);
   metricsRoutes(ops, metrics, { token: services.config.metricsToken, public: services.config.metricsPublic });
+  explorerPageRoutes(ops, { engine: services.config.engine }); // the page's static files: no data, no token
+  openApiRoutes(ops, services); // token-checked inside: it is not an organization route
 
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
   const { config } = services;
