@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const tokens = Object.fromEntries(await Promise.all(orgs.map(async (o) => [o, (await issueToken(store, { kind: 'organization', organization: o, description: 'soak' })).token] as const)));
   await store.close();
 
-  const { url, child } = await startServerProcess({ DATA_DIR: DIR, RATE_LIMIT_MAX: '100000000' });
+  const { url, child } = await startServerProcess({ DATA_DIR: DIR, RATE_LIMIT_MAX: '100000000', METRICS_PUBLIC: '1' });
   const pid = child.pid!;
   // The server's export FIFOs live in tmpdir/explorer-<pid>-<pool>.
   const fifos = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`explorer-${pid}-`))
@@ -67,7 +67,13 @@ async function main(): Promise<void> {
 
   const fdsStart = openFds(pid);
   const rss: number[] = [];
-  const sampler = setInterval(() => rss.push(rssMb(pid)), 10_000);
+  // The JS heap, from the server's own /metrics: tells a leak in our code from native memory (DuckDB, malloc).
+  const heap: number[] = [];
+  const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 2 ** 20;
+  const sampler = setInterval(() => {
+    rss.push(rssMb(pid));
+    void fetch(`${url}/metrics`).then((r) => r.text()).then((t) => { heap.push(metric(t, 'explorer_nodejs_heap_size_used_bytes')); }, () => {});
+  }, 10_000);
   log(`running ${SECONDS} s against ${url}`);
   const result = await autocannon({
     url, connections: 16, duration: SECONDS,
@@ -105,6 +111,8 @@ async function main(): Promise<void> {
     status, errors: result.errors, timeouts: result.timeouts, fiveHundreds,
     latency: { p50: result.latency.p50, p99: result.latency.p99 },
     rss_mb: rss.map((x) => Math.round(x)), rssTrend: late / early - 1,
+    heap_used_mb: heap.map((x) => Math.round(x)),
+    malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null,
     fds: { start: fdsStart, end: fdsEnd }, fifosEnd, settleMs, exitCode,
   };
   // A few descriptors of slack: the writer's own keep-alive sockets may still be open at the end.

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { QueryPool } from '../../src/pool/query-pool.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import type { PageResult } from '../../workers/protocol.js';
+import { cpuShare } from '../helpers/cpu.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 
 // Billions of hashes: minutes of work for one DuckDB thread, so only an interrupt can end it in time.
@@ -16,13 +17,6 @@ const page = (count: typeof SLOW, deadline: number) => ({
   attach: null, count, page: QUICK, offset: 1_000_000, rowType: 't', attributes: [], deadline,
 });
 
-/** Fraction of one core this process used over `ms`. */
-async function cpuOver(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, ms));
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000 / ms;
-}
 
 describe('deadlines and cancellation in the worker pool', function () {
   this.timeout(30_000);
@@ -39,7 +33,7 @@ describe('deadlines and cancellation in the worker pool', function () {
     const took = Date.now() - started;
     expect(result).to.include({ ok: false, code: 'timeout' });
     expect(took).to.be.below(5000);
-    expect(await cpuOver(500)).to.be.below(0.3);
+    expect(await cpuShare(500)).to.be.below(0.3);
     const next = await pool.runPage(pool.newTaskId(), 'acme', { ...page(QUICK, Date.now() + 5000), offset: 0 });
     expect(next).to.include({ ok: true, total: 42 });
   });

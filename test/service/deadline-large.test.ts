@@ -10,18 +10,12 @@ import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { cpuShare } from '../helpers/cpu.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 
 const DEADLINE_MS = 100;
 const SLOW = 'type=workspaces&sort=-providers,-modules&page%5Bnumber%5D=3900';
 
-/** CPU time of this whole process (every thread, so the DuckDB workers too) over `ms` of wall time, as a share of one core. */
-async function cpuShare(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, ms));
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000 / ms;
-}
 
 describe('a query past its deadline on a large organization', function () {
   this.timeout(120_000);
