@@ -41,7 +41,8 @@ run: build
 	fi
 	@token=$$($(EXPLORER) token create --organization acme-corp --description "make run" 2>/dev/null | tail -n 1); \
 	echo; echo "Token for organization acme-corp: $$token"; echo "Try:"; \
-	echo "  curl -s -H 'Authorization: Bearer $$token' 'http://$(HOST):$(PORT)/api/v2/organizations/acme-corp/explorer?type=providers&page%5Bsize%5D=5'"; echo
+	echo "  curl -s -H 'Authorization: Bearer $$token' 'http://$(HOST):$(PORT)/api/v2/organizations/acme-corp/explorer?type=providers&page%5Bsize%5D=5'"; \
+	echo "Or open http://$(HOST):$(PORT)/explorer and paste the token."; echo
 	$(EXPLORER) serve
 
 clean:
