@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import type { ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
 import { PoolOverloadedError } from './admission.js';
 import type { QueryPool } from './query-pool.js';
+import { clientGone } from './run-page.js';
 
 const run = promisify(execFile);
 
@@ -41,6 +42,7 @@ export interface ExportRequest {
 }
 
 export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
+  if (clientGone(r.res)) return { kind: 'failed', code: 'cancelled', message: 'client disconnected' };
   mkdirSync(r.pool.fifoDirectory, { recursive: true });
   const id = r.pool.newTaskId();
   const fifo = join(r.pool.fifoDirectory, `${id}.csv`);
@@ -112,6 +114,9 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     reader.on('end', () => { eof = true; maybeComplete(); });
     reader.on('error', (e) => stop('error', `reading the export stream failed: ${e.message}`));
     reader.resume();
+
+    // Gone while the FIFO was being made: its close event has passed, so the listener would never hear it.
+    if (clientGone(r.res)) onClientGone();
 
     task.then(
       (res) => { result = res; if (!res.ok) stop(res.code, res.message); else maybeComplete(); },

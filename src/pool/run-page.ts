@@ -23,7 +23,14 @@ export const clientClosed = () => new ApiError(499, 'client closed request', 'Th
 export const overloaded = (retryAfterSeconds: number) =>
   new ApiError(503, 'service busy', `Too many queries are waiting; retry in ${retryAfterSeconds} s.`, undefined, { 'Retry-After': String(retryAfterSeconds) });
 
+/**
+ * Whether the client of `res` has already gone. Its close event may have fired before anyone listened
+ * (while the request was still being set up), so listening alone would miss it.
+ */
+export const clientGone = (res: ServerResponse) => res.destroyed || res.socket?.destroyed === true;
+
 export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
+  if (clientGone(res)) throw clientClosed();
   const id = pool.newTaskId();
   let timer: NodeJS.Timeout | undefined;
   let onClose: (() => void) | undefined;
@@ -38,6 +45,7 @@ export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse
       reject(clientClosed());
     };
     res.once('close', onClose);
+    if (clientGone(res)) onClose();
   });
   try {
     const { timeoutMs: _t, organization, ...task } = run;
