@@ -10,7 +10,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test sample load clean bench soak
+.PHONY: install build run test test-deps sample load clean bench soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -22,7 +22,13 @@ install: node_modules/.installed
 build: install
 	npm run -s build
 
-test: build
+# The tests start their own redis-server and drive Debian's chromium (/usr/bin/chromium): install either
+# from Debian's packages when it is missing, so that `make test` works on a fresh machine.
+test-deps:
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: build test-deps
 	npx mocha
 
 sample: build
