@@ -69,10 +69,16 @@ async function main(): Promise<void> {
   const rss: number[] = [];
   // The JS heap, from the server's own /metrics: tells a leak in our code from native memory (DuckDB, malloc).
   const heap: number[] = [];
+  const duckdb: number[] = [];
+  const total = (text: string, name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'gm'))]
+    .reduce((sum, m) => sum + Number(m[1]), 0) / 2 ** 20;
   const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 2 ** 20;
   const sampler = setInterval(() => {
     rss.push(rssMb(pid));
-    void fetch(`${url}/metrics`).then((r) => r.text()).then((t) => { heap.push(metric(t, 'explorer_nodejs_heap_size_used_bytes')); }, () => {});
+    void fetch(`${url}/metrics`).then((r) => r.text()).then((t) => {
+      heap.push(metric(t, 'explorer_nodejs_heap_size_used_bytes'));
+      duckdb.push(total(t, 'explorer_duckdb_memory_bytes'));
+    }, () => {});
   }, 10_000);
   log(`running ${SECONDS} s against ${url}`);
   const result = await autocannon({
@@ -112,6 +118,7 @@ async function main(): Promise<void> {
     latency: { p50: result.latency.p50, p99: result.latency.p99 },
     rss_mb: rss.map((x) => Math.round(x)), rssTrend: late / early - 1,
     heap_used_mb: heap.map((x) => Math.round(x)),
+    duckdb_memory_mb: duckdb.map((x) => Math.round(x)),
     malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null,
     fds: { start: fdsStart, end: fdsEnd }, fifosEnd, settleMs, exitCode,
   };

@@ -2,9 +2,11 @@
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
-import { BroadcastChannel, workerData } from 'node:worker_threads';
-import type {
-  ControlMessage, ExportResult, ExportTask, FailureCode, PageResult, PageTask, Statement, Task, WorkerConfig,
+import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
+import {
+  MEMORY_REPORT_MS,
+  type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport, type PageResult,
+  type PageTask, type Statement, type Task, type WorkerConfig,
 } from './protocol.js';
 
 const config = workerData as WorkerConfig;
@@ -142,6 +144,22 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
   }
 }
 
+let lastReport = 0;
+
+/** DuckDB's own memory, for /metrics (native growth: DuckDB's, or the allocator's?); at most every MEMORY_REPORT_MS. */
+async function memoryReport(connection: DuckDBConnection): Promise<MemoryReport | undefined> {
+  if (Date.now() - lastReport < MEMORY_REPORT_MS) return undefined;
+  lastReport = Date.now();
+  try {
+    const [bytes, temporary] = (await connection.runAndReadAll(
+      'SELECT sum(memory_usage_bytes)::BIGINT, sum(temporary_storage_bytes)::BIGINT FROM duckdb_memory()',
+    )).getRows()[0]!;
+    return { worker: threadId, bytes: Number(bytes ?? 0), temporaryBytes: Number(temporary ?? 0) };
+  } catch {
+    return undefined;
+  }
+}
+
 function checkNotStopped(state: Running): void {
   if (state.reason) throw new Error(`stopped: ${state.reason}`);
 }
@@ -179,7 +197,7 @@ async function page(task: PageTask): Promise<PageResult> {
       }
     }
     // One byte array crosses to the main thread (a memcpy), not row objects (a deep structured clone).
-    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']') };
+    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']'), memory: await memoryReport(connection) };
   });
 }
 
@@ -189,7 +207,7 @@ async function exportCsv(task: ExportTask): Promise<ExportResult> {
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (decisions §6 wants it bare).
     const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, FORCE_QUOTE *, USE_TMP_FILE false)`;
     const result = await connection.run(copy, task.query.params as DuckDBValue[]);
-    return { ok: true as const, rows: Number(result.rowsChanged) };
+    return { ok: true as const, rows: Number(result.rowsChanged), memory: await memoryReport(connection) };
   });
 }
 

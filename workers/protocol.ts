@@ -49,12 +49,22 @@ export type Task = PageTask | ExportTask;
 /** `unavailable`: the snapshot's data cannot be read (missing or damaged file); the client gets a 503. */
 export type FailureCode = 'timeout' | 'cancelled' | 'unavailable' | 'error';
 
+/** What a worker's DuckDB instance holds (duckdb_memory()); a result carries one at most every MEMORY_REPORT_MS. */
+export interface MemoryReport {
+  worker: number;
+  bytes: number;
+  temporaryBytes: number;
+}
+
+/** Idle Piscina workers block in Atomics.wait (no timers run), so reports ride on task results instead. */
+export const MEMORY_REPORT_MS = 10_000;
+
 export type PageResult =
-  | { ok: true; total: number; rows: number; body: Uint8Array }
+  | { ok: true; total: number; rows: number; body: Uint8Array; memory?: MemoryReport }
   | { ok: false; code: FailureCode; message: string };
 
 export type ExportResult =
-  | { ok: true; rows: number }
+  | { ok: true; rows: number; memory?: MemoryReport }
   | { ok: false; code: FailureCode; message: string };
 
 export type ControlMessage =

@@ -54,6 +54,14 @@ export class Metrics {
     gauge('explorer_pool_queue_depth', 'Requests waiting for a worker slot.', () => pool.queueSize);
     gauge('explorer_pool_active_queries', 'Queries running in the workers now.', () => pool.active);
     gauge('explorer_pool_slots', 'Queries that may run at once.', () => pool.concurrency);
+    new Gauge({
+      name: 'explorer_duckdb_memory_bytes', help: "Memory each worker's DuckDB instance holds (duckdb_memory()), at its last report.",
+      labelNames: ['worker'], registers,
+      collect() {
+        this.reset();
+        for (const [worker, m] of pool.duckdbMemory) this.set({ worker: String(worker) }, m.bytes);
+      },
+    });
     gauge('explorer_pool_utilization', 'Share of worker capacity in use since the pool started (Piscina).', () => pool.utilization);
     let started = 0;
     let refused = 0;

@@ -41,6 +41,7 @@ export class QueryPool {
   readonly fifoDirectory: string;
   private closed = false;
   private started = 0;
+  private readonly memory = new Map<number, { bytes: number; temporaryBytes: number }>();
   private channelClosed = false;
 
   constructor(opts: PoolOptions) {
@@ -79,6 +80,11 @@ export class QueryPool {
   /** Requests waiting for a slot. */
   get queueSize(): number {
     return this.admission.waiting;
+  }
+
+  /** Each worker's DuckDB memory at its last report (reports ride on results, at most every 10 s). */
+  get duckdbMemory(): ReadonlyMap<number, { bytes: number; temporaryBytes: number }> {
+    return this.memory;
   }
 
   /** Tasks handed to a worker since the pool started. */
@@ -168,7 +174,11 @@ export class QueryPool {
     const p = this.piscina.run(task) as Promise<R>;
     this.inFlight.add(p);
     const forget = () => this.inFlight.delete(p);
-    p.then(forget, forget);
+    p.then((result) => {
+      forget();
+      const memory = (result as { memory?: { worker: number; bytes: number; temporaryBytes: number } } | undefined)?.memory;
+      if (memory) this.memory.set(memory.worker, { bytes: memory.bytes, temporaryBytes: memory.temporaryBytes });
+    }, forget);
     return p;
   }
 }

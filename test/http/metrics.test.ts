@@ -80,6 +80,20 @@ describe('metrics', () => {
       expect(sample(text, 'explorer_redis_up')).to.equal(0);
       expect(sample(text, 'explorer_process_resident_memory_bytes')).to.be.above(0);
     });
+
+    it("reports each worker's DuckDB memory", async function () {
+      this.timeout(30_000);
+      // Reports ride on task results (at most every 10 s per worker); the queries above carried the first.
+      const until = Date.now() + 25_000;
+      let workers: number[] = [];
+      while (Date.now() < until && workers.length === 0) {
+        const text = await scrape();
+        workers = [...text.matchAll(/^explorer_duckdb_memory_bytes\{worker="\d+"\} (\S+)$/gm)].map((m) => Number(m[1]));
+        if (workers.length === 0) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(workers.length).to.be.within(1, 2);
+      for (const bytes of workers) expect(bytes).to.be.above(0);
+    });
   });
 
   describe('time-outs, cancellations and rate limits', () => {
