@@ -70,6 +70,7 @@ async function main(): Promise<void> {
   // The JS heap, from the server's own /metrics: tells a leak in our code from native memory (DuckDB, malloc).
   const heap: number[] = [];
   const duckdb: number[] = [];
+  const workerHeap: number[] = [];
   const total = (text: string, name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'gm'))]
     .reduce((sum, m) => sum + Number(m[1]), 0) / 2 ** 20;
   const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 2 ** 20;
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
     void fetch(`${url}/metrics`).then((r) => r.text()).then((t) => {
       heap.push(metric(t, 'explorer_nodejs_heap_size_used_bytes'));
       duckdb.push(total(t, 'explorer_duckdb_memory_bytes'));
+      workerHeap.push(total(t, 'explorer_worker_heap_total_bytes'));
     }, () => {});
   }, 10_000);
   log(`running ${SECONDS} s against ${url}`);
@@ -119,6 +121,7 @@ async function main(): Promise<void> {
     rss_mb: rss.map((x) => Math.round(x)), rssTrend: late / early - 1,
     heap_used_mb: heap.map((x) => Math.round(x)),
     duckdb_memory_mb: duckdb.map((x) => Math.round(x)),
+    worker_heap_total_mb: workerHeap.map((x) => Math.round(x)),
     malloc_arena_max: process.env.MALLOC_ARENA_MAX ?? null,
     fds: { start: fdsStart, end: fdsEnd }, fifosEnd, settleMs, exitCode,
   };

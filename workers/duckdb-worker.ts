@@ -2,6 +2,7 @@
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import {
   MEMORY_REPORT_MS,
@@ -154,7 +155,11 @@ async function memoryReport(connection: DuckDBConnection): Promise<MemoryReport 
     const [bytes, temporary] = (await connection.runAndReadAll(
       'SELECT sum(memory_usage_bytes)::BIGINT, sum(temporary_storage_bytes)::BIGINT FROM duckdb_memory()',
     )).getRows()[0]!;
-    return { worker: threadId, bytes: Number(bytes ?? 0), temporaryBytes: Number(temporary ?? 0) };
+    const heap = getHeapStatistics();
+    return {
+      worker: threadId, bytes: Number(bytes ?? 0), temporaryBytes: Number(temporary ?? 0),
+      heapUsed: heap.used_heap_size, heapTotal: heap.total_heap_size,
+    };
   } catch {
     return undefined;
   }

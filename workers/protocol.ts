@@ -54,6 +54,9 @@ export interface MemoryReport {
   worker: number;
   bytes: number;
   temporaryBytes: number;
+  /** The worker's own V8 heap (an isolate of its own, not in the main thread's heap figures): used and committed. */
+  heapUsed: number;
+  heapTotal: number;
 }
 
 /** Idle Piscina workers block in Atomics.wait (no timers run), so reports ride on task results instead. */

@@ -59,7 +59,23 @@ export class Metrics {
       labelNames: ['worker'], registers,
       collect() {
         this.reset();
-        for (const [worker, m] of pool.duckdbMemory) this.set({ worker: String(worker) }, m.bytes);
+        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.bytes);
+      },
+    });
+    new Gauge({
+      name: 'explorer_worker_heap_used_bytes', help: "Each worker thread's own V8 heap in use, at its last report.",
+      labelNames: ['worker'], registers,
+      collect() {
+        this.reset();
+        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.heapUsed);
+      },
+    });
+    new Gauge({
+      name: 'explorer_worker_heap_total_bytes', help: "Each worker thread's own V8 heap committed, at its last report.",
+      labelNames: ['worker'], registers,
+      collect() {
+        this.reset();
+        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.heapTotal);
       },
     });
     gauge('explorer_pool_utilization', 'Share of worker capacity in use since the pool started (Piscina).', () => pool.utilization);

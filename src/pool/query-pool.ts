@@ -10,7 +10,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { Admission, WithdrawnError, type Kind } from './admission.js';
 import type {
-  ControlMessage, ExportResult, ExportTask, PageResult, PageTask, Task, WorkerConfig,
+  ControlMessage, ExportResult, ExportTask, MemoryReport, PageResult, PageTask, Task, WorkerConfig,
 } from '../../workers/protocol.js';
 
 export interface PoolOptions {
@@ -41,7 +41,7 @@ export class QueryPool {
   readonly fifoDirectory: string;
   private closed = false;
   private started = 0;
-  private readonly memory = new Map<number, { bytes: number; temporaryBytes: number }>();
+  private readonly memory = new Map<number, Omit<MemoryReport, 'worker'>>();
   private channelClosed = false;
 
   constructor(opts: PoolOptions) {
@@ -83,7 +83,7 @@ export class QueryPool {
   }
 
   /** Each worker's DuckDB memory at its last report (reports ride on results, at most every 10 s). */
-  get duckdbMemory(): ReadonlyMap<number, { bytes: number; temporaryBytes: number }> {
+  get workerMemory(): ReadonlyMap<number, Omit<MemoryReport, 'worker'>> {
     return this.memory;
   }
 
@@ -176,8 +176,11 @@ export class QueryPool {
     const forget = () => this.inFlight.delete(p);
     p.then((result) => {
       forget();
-      const memory = (result as { memory?: { worker: number; bytes: number; temporaryBytes: number } } | undefined)?.memory;
-      if (memory) this.memory.set(memory.worker, { bytes: memory.bytes, temporaryBytes: memory.temporaryBytes });
+      const memory = (result as { memory?: MemoryReport } | undefined)?.memory;
+      if (memory) {
+        const { worker, ...rest } = memory;
+        this.memory.set(worker, rest);
+      }
     }, forget);
     return p;
   }

@@ -93,6 +93,10 @@ describe('metrics', () => {
       }
       expect(workers.length).to.be.within(1, 2);
       for (const bytes of workers) expect(bytes).to.be.above(0);
+      const text = await scrape();
+      const heaps = [...text.matchAll(/^explorer_worker_heap_used_bytes\{worker="\d+"\} (\S+)$/gm)].map((m) => Number(m[1]));
+      expect(heaps).to.have.length(workers.length);
+      for (const bytes of heaps) expect(bytes).to.be.above(1e6);
     });
   });
 
