@@ -54,30 +54,17 @@ export class Metrics {
     gauge('explorer_pool_queue_depth', 'Requests waiting for a worker slot.', () => pool.queueSize);
     gauge('explorer_pool_active_queries', 'Queries running in the workers now.', () => pool.active);
     gauge('explorer_pool_slots', 'Queries that may run at once.', () => pool.concurrency);
-    new Gauge({
-      name: 'explorer_duckdb_memory_bytes', help: "Memory each worker's DuckDB instance holds (duckdb_memory()), at its last report.",
-      labelNames: ['worker'], registers,
+    type WorkerMemory = typeof pool.workerMemory extends ReadonlyMap<number, infer M> ? M : never;
+    const perWorker = (name: string, help: string, value: (m: WorkerMemory) => number) => new Gauge({
+      name, help, labelNames: ['worker'], registers,
       collect() {
         this.reset();
-        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.bytes);
+        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, value(m));
       },
     });
-    new Gauge({
-      name: 'explorer_worker_heap_used_bytes', help: "Each worker thread's own V8 heap in use, at its last report.",
-      labelNames: ['worker'], registers,
-      collect() {
-        this.reset();
-        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.heapUsed);
-      },
-    });
-    new Gauge({
-      name: 'explorer_worker_heap_total_bytes', help: "Each worker thread's own V8 heap committed, at its last report.",
-      labelNames: ['worker'], registers,
-      collect() {
-        this.reset();
-        for (const [worker, m] of pool.workerMemory) this.set({ worker: String(worker) }, m.heapTotal);
-      },
-    });
+    perWorker('explorer_duckdb_memory_bytes', "Memory each worker's DuckDB instance holds (duckdb_memory()), at its last report.", (m) => m.bytes);
+    perWorker('explorer_worker_heap_used_bytes', "Each worker thread's own V8 heap in use, at its last report.", (m) => m.heapUsed);
+    perWorker('explorer_worker_heap_total_bytes', "Each worker thread's own V8 heap committed, at its last report.", (m) => m.heapTotal);
     gauge('explorer_pool_utilization', 'Share of worker capacity in use since the pool started (Piscina).', () => pool.utilization);
     let started = 0;
     let refused = 0;
