@@ -6,7 +6,6 @@
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
 // BENCH_SCENARIOS (default A,B,C,D,E,F,G).
 import autocannon from 'autocannon';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -20,6 +19,7 @@ import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { CLI, ROOT, rssMb, startServerProcess, stopServerProcess } from './lib.js';
+import { openInstance } from '../src/duckdb/open-instance.js';
 
 const run = promisify(execFile);
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
@@ -73,7 +73,7 @@ async function scenarioF(): Promise<void> {
 interface Org { name: string; workspaces: number }
 
 async function organizations(dir: string): Promise<Org[]> {
-  const db = await DuckDBInstance.create(':memory:');
+  const db = await openInstance(':memory:');
   const c = await db.connect();
   const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC`);
   c.closeSync();
@@ -96,7 +96,7 @@ async function cannon(label: string, opts: autocannon.Options): Promise<autocann
 
 /** The worker's work for a query string, in-process: count, then the page, on one connection. */
 async function inProcess(dir: string, org: string, query: string, times = 40): Promise<number> {
-  const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+  const db = await openInstance(':memory:', { threads: '1' });
   const c = await db.connect();
   await c.run('SET GLOBAL parquet_metadata_cache = true');
   const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));

@@ -1,8 +1,9 @@
 // One DuckDB instance per worker thread; one connection per task, closed when the task ends.
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
+import { openInstance } from '../src/duckdb/open-instance.js';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import {
   MEMORY_REPORT_MS,
@@ -15,7 +16,7 @@ let instance: Promise<DuckDBInstance> | undefined;
 
 function database(): Promise<DuckDBInstance> {
   instance ??= (async () => {
-    const db = await DuckDBInstance.create(':memory:', {
+    const db = await openInstance(':memory:', {
       threads: String(config.threads),
       memory_limit: config.memoryLimit,
       temp_directory: config.tempDirectory,

@@ -1,9 +1,9 @@
 // `explorer load <dir>`: validate the whole source, build a new snapshot beside the current one, and make
 // it current atomically. Any failure leaves the current snapshot untouched and removes the partial one.
-import { DuckDBInstance } from '@duckdb/node-api';
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
+import { openInstance } from '../duckdb/open-instance.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
 import { DISTINCT_VERSIONS_SQL, stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
@@ -79,7 +79,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
 }
 
 async function buildViewFiles(validation: ValidationResult, dir: string, opts: LoadOptions, progress: (m: string) => void) {
-  const instance = await DuckDBInstance.create(':memory:', {
+  const instance = await openInstance(':memory:', {
     threads: String(opts.threads ?? 2),
     memory_limit: opts.memoryLimit ?? '3GB',
     temp_directory: join(dir, 'duckdb-tmp'),

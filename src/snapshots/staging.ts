@@ -4,7 +4,8 @@
 import type { SourceFile } from './source-validator.js';
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
-const ts = (expr: string) => `date_trunc('millisecond', CAST(nullif(${expr}, '') AS TIMESTAMPTZ)::TIMESTAMP)`;
+// timezone('UTC', …) names the zone instead of relying on the instance's TimeZone setting (open-instance.ts).
+const ts = (expr: string) => `date_trunc('millisecond', timezone('UTC', CAST(nullif(${expr}, '') AS TIMESTAMPTZ)))`;
 const opt = (expr: string) => `nullif(${expr}, '')`;
 
 const COLUMNS: Record<SourceFile, string> = {

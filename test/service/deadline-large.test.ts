@@ -2,7 +2,7 @@
 // process's CPU falls back to idle right after the answer), and the next queries succeed. The query is a
 // deep page sorted by a long string: the same SQL run to completion in a separate DuckDB instance is the
 // control that shows it would have kept a core busy for much longer than the deadline.
-import { DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { type DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { expect } from 'chai';
 import { join } from 'node:path';
 import { compileQuery } from '../../src/query/compile.js';
@@ -12,6 +12,7 @@ import { writeSample } from '../../src/snapshots/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 import { cpuShare } from '../helpers/cpu.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
+import { openInstance } from '../../src/duckdb/open-instance.js';
 
 const DEADLINE_MS = 100;
 const SLOW = 'type=workspaces&sort=-providers,-modules&page%5Bnumber%5D=3900';
@@ -31,7 +32,7 @@ describe('a query past its deadline on a large organization', function () {
   it('would run far longer than the deadline if nobody stopped it (the control)', async () => {
     const { query } = parseQueryParameters('terraform', decodeQueryString(SLOW));
     const compiled = compileQuery(query, { relation: `snapshot."${query.view.name}"`, organization: 'acme-corp' });
-    const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+    const db = await openInstance(':memory:', { threads: '1' });
     const c = await db.connect();
     try {
       const dir = snapshotPath(h.dataDir, (await readCurrentId(h.dataDir))!);

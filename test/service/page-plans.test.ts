@@ -1,7 +1,7 @@
 // The compiler has two plans for a page: read a small organization's rows whole, or let DuckDB fetch the
 // page's rows by row id. Both must return exactly the same rows for every query; this runs both on a real
 // snapshot (a generated sample with organizations of many sizes) and compares.
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { type DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { decodeQueryString } from '../../src/query/query-string.js';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { openInstance } from '../../src/duckdb/open-instance.js';
 
 const QUERIES = [
   'type=workspaces',
@@ -40,7 +41,7 @@ describe('the two page plans', function () {
     // A spread of sizes: the largest, a few mid-sized, the smallest.
     const sizes = sample.organizations;
     organizations = [sizes[0]!, sizes[3]!, sizes[10]!, sizes[sizes.length - 1]!].map((o) => o.name);
-    db = await DuckDBInstance.create(':memory:', { threads: '1' });
+    db = await openInstance(':memory:', { threads: '1' });
     c = await db.connect();
     await c.run(`ATTACH '${join(snapshotPath(dir, (await readCurrentId(dir))!), 'snapshot.duckdb')}' AS snapshot (READ_ONLY)`);
   });

@@ -1,13 +1,14 @@
 // compileQuery (src/query/compile.ts): pure text checks, then the compiled SQL run for real on DuckDB
 // over a small in-memory table shaped like the workspaces Parquet file (decisions §4, §5, §6).
 import { expect } from 'chai';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { type DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { compileQuery, type CompiledQuery, type SqlValue } from '../../src/query/compile.js';
 import { catalogFor, foldedColumn, versionKeyColumn } from '../../src/catalog/catalog.js';
 import { versionKey } from '../../src/catalog/version-order.js';
 import type { Query } from '../../src/query/query.js';
+import { openInstance } from '../../src/duckdb/open-instance.js';
 
 const asciiFold = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
 
@@ -213,7 +214,7 @@ describe('compileQuery on DuckDB', function () {
   const workspaces = catalogFor('terraform').view('workspaces')!;
 
   before(async function () {
-    instance = await DuckDBInstance.create(':memory:');
+    instance = await openInstance(':memory:');
     db = await instance.connect();
     const columns: [string, string][] = [['_org', 'VARCHAR'], ['_id', 'VARCHAR']];
     for (const f of workspaces.fields) {
