@@ -90,9 +90,14 @@ function jsonValue(f: Field): string {
   return f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : col(f);
 }
 
-function csvValue(f: Field): string {
+/**
+ * The CSV text of a field. Its output name must not be a column name: ORDER BY binds a name to the
+ * SELECT list before the table, so `AS "drifted"` made the export sort by the text ('' first, "10" before
+ * "2") instead of the value. The header is written apart, from the catalog, so the name is free.
+ */
+function csvValue(f: Field, i: number): string {
   const text = f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${col(f)} AS VARCHAR)`;
-  return `coalesce(${text}, '') AS ${ident(f.name)}`;
+  return `coalesce(${text}, '') AS ${ident(`_csv${i}`)}`;
 }
 
 export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {

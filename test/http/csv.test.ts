@@ -8,7 +8,8 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
-import { cmpCodePoints, WS, workspaceModel, aggregateModel, type Value, type Model } from '../helpers/fixture-model.js';
+import { csvOf as renderCsv, csvOfJson as renderJson } from '../helpers/csv-render.js';
+import { cmpCodePoints, WS, workspaceModel, aggregateModel, type Model } from '../helpers/fixture-model.js';
 
 
 const [a1, a2, a3, a4, a5] = ['ws-aaa1', 'ws-aaa2', 'ws-aaa3', 'ws-aaa4', 'ws-aaa5'];
@@ -27,25 +28,8 @@ const WORKSPACE_FIELDS = [
 ];
 const USAGE_HEADER = 'name,registry_type,source,version,workspace_count,workspaces';
 const DATETIME_FIELDS = new Set(['current_run_applied_at', 'workspace_created_at', 'workspace_updated_at']);
-const JSON_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+00:00$/;
-
-/** One CSV value by decisions §6: always double-quoted, `"` doubled, null as "", datetimes without fraction. */
-function cell(field: string, v: Value): string {
-  if (v === null) return '""';
-  let text = String(v);
-  if (DATETIME_FIELDS.has(field)) {
-    expect(text, field).to.match(JSON_DATETIME);
-    text = text.replace(/\.\d{3}\+00:00$/, '+00:00');
-  }
-  return `"${text.replace(/"/g, '""')}"`;
-}
-const csvOf = (fields: string[], rows: Model[]) => [fields.join(','), ...rows.map((r) => fields.map((f) => cell(f, r[f]!)).join(','))].map((l) => `${l}\n`).join('');
-/** JSON:API rows → the CSV the same query must export (attribute keys back to snake_case). */
-function csvOfJson(body: any, fields: string[]): string {
-  const rows = body.data.map((r: any) => Object.fromEntries(fields.map((f) => [f, r.attributes[f.replace(/_/g, '-')]])));
-  for (const r of body.data) expect(Object.keys(r.attributes)).to.deep.equal(fields.map((f) => f.replace(/_/g, '-')));
-  return csvOf(fields, rows);
-}
+const csvOf = (fields: string[], rows: Model[]) => renderCsv(fields, rows, DATETIME_FIELDS);
+const csvOfJson = (body: any, fields: string[]) => renderJson(body.data, fields, DATETIME_FIELDS);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let h: Harness;

@@ -164,19 +164,20 @@ describe('compileQuery: SQL text', () => {
     );
   });
 
-  it('coalesces every export column to a VARCHAR or \'\' named by the API field name', () => {
+  it('coalesces every export column to a VARCHAR or \'\' under a name no column has, so ORDER BY sorts by the stored value', () => {
     for (const view of catalogFor('opentofu').views) {
       const c = compile(`type=${view.name}`, 'acme', 'opentofu');
       const select = c.export.sql.split('\n')[0]!;
-      const expected = view.fields.map((f) =>
+      const expected = view.fields.map((f, i) =>
         f.type === 'datetime'
-          ? `coalesce(strftime("${f.column}", '%Y-%m-%dT%H:%M:%S') || '+00:00', '') AS "${f.name}"`
-          : `coalesce(CAST("${f.column}" AS VARCHAR), '') AS "${f.name}"`,
+          ? `coalesce(strftime("${f.column}", '%Y-%m-%dT%H:%M:%S') || '+00:00', '') AS "_csv${i}"`
+          : `coalesce(CAST("${f.column}" AS VARCHAR), '') AS "_csv${i}"`,
       );
       expect(select).to.equal(`SELECT ${expected.join(', ')}`);
+      for (const f of view.fields) expect(select).to.not.include(`AS "${f.name}"`).and.not.include(`AS "${f.column}"`);
     }
-    expect(compile('type=workspaces&fields=workspace_opentofu_version', 'acme', 'opentofu').export.sql.split('\n')[0]).to.equal(
-      `SELECT coalesce(CAST("workspace_engine_version" AS VARCHAR), '') AS "workspace_opentofu_version"`,
+    expect(compile('type=workspaces&fields=drifted&sort=drifted', 'acme', 'opentofu').export.sql).to.equal(
+      `SELECT coalesce(CAST("drifted" AS VARCHAR), '') AS "_csv0"\nFROM ${RELATION}\nWHERE "_org" = ?\nORDER BY "drifted" ASC NULLS LAST, "_id" ASC`,
     );
   });
 
