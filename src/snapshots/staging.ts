@@ -30,8 +30,8 @@ function raw(file: SourceFile, path: string | undefined): string {
 }
 
 export function stagingStatements(files: Partial<Record<SourceFile, string>>): string[] {
-  const usage = (file: 'workspace_providers' | 'workspace_modules', table: string, distinct: string) => `
-    CREATE TABLE ${table} AS SELECT ${distinct} workspace_id, name, source, ${opt('version')} AS version, ${opt('registry_type')} AS registry_type
+  const usage = (file: 'workspace_providers' | 'workspace_modules', table: string) => `
+    CREATE TABLE ${table} AS SELECT DISTINCT workspace_id, name, source, ${opt('version')} AS version, ${opt('registry_type')} AS registry_type
     FROM ${raw(file, files[file])}`;
   const list = (table: string, usageTable: string) => `
     CREATE TABLE ${table} AS
@@ -52,12 +52,10 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
        coalesce(checks.errored, 0) AS checks_errored, coalesce(checks."unknown", 0) AS checks_unknown,
        drift.drifted AS drifted, drift.resources_drifted AS resources_drifted, drift.resources_undrifted AS resources_undrifted
      FROM ${raw('workspaces', files.workspaces)}`,
-    // Provider rows are one row when all of name, source, version and registry_type agree (decisions §3).
-    usage('workspace_providers', 'src_providers', 'DISTINCT'),
-    // Module rows count once per (workspace, source, version) (snapshot-source.md); keep one deterministically.
-    usage('workspace_modules', 'src_modules_all', 'DISTINCT'),
-    `CREATE TABLE src_modules AS SELECT DISTINCT ON (workspace_id, source, version) *
-     FROM src_modules_all ORDER BY workspace_id, source, version, name, registry_type NULLS LAST`,
+    // Provider and module rows are one row only when every key agrees, null equal to null (decisions §3):
+    // rows that differ in any key are all kept, even when they share workspace, source and version.
+    usage('workspace_providers', 'src_providers'),
+    usage('workspace_modules', 'src_modules'),
     list('ws_providers', 'src_providers'),
     list('ws_modules', 'src_modules'),
     `CREATE TABLE version_keys (v VARCHAR PRIMARY KEY, k VARCHAR)`,
