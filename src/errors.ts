@@ -1,5 +1,5 @@
 // Every failure a client can cause or see is an ApiError; the error middleware renders it as JSON:API
-// (decisions §7). Anything else that escapes is a bug and is logged as one.
+// (interface §7). Anything else that escapes is a bug and is logged as one.
 
 export interface ErrorSource {
   parameter?: string;

@@ -1,4 +1,4 @@
-// decisions §9: who may use the explorer of which organization. Teams and memberships come from the
+// interface §9: who may use the explorer of which organization. Teams and memberships come from the
 // current snapshot, so a permission change arrives with the next snapshot.
 import type { Snapshot } from '../snapshots/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
@@ -16,7 +16,7 @@ export function mayExplore(token: TokenRecord, organization: string, snapshot: P
   }
 }
 
-/** The rate-limit context of a token (decisions §9): per user, per team or per organization token. */
+/** The rate-limit context of a token (interface §9): per user, per team or per organization token. */
 export function rateLimitContext(token: TokenRecord): string {
   switch (token.kind) {
     case 'organization': return `org:${token.organization}`;

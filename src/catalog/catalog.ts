@@ -25,7 +25,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
         description: f.description.replace('{engine}', engine),
       };
     })
-    // decisions §2: default order is alphabetical by the API name, which the engine name can change.
+    // interface §2: default order is alphabetical by the API name, which the engine name can change.
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const byName = new Map(fields.map((f) => [f.name, f]));
   return {
@@ -41,7 +41,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
 
 const cache = new Map<string, Catalog>();
 
-/** The catalog for an engine name (decisions §1). */
+/** The catalog for an engine name (interface §1). */
 export function catalogFor(engine = 'terraform'): Catalog {
   if (!ENGINE_PATTERN.test(engine)) throw new Error(`EXPLORER_ENGINE must match ${ENGINE_PATTERN}: got ${JSON.stringify(engine)}`);
   let catalog = cache.get(engine);
@@ -59,6 +59,6 @@ export const versionKeyColumn = (column: string) => `${column}__vk`;
 
 /**
  * Name of the Parquet column holding a string field folded for case-insensitive tests and ordering
- * (decisions §4: ASCII A–Z to a–z only). Precomputed at load: translate() costs microseconds per row.
+ * (interface §4: ASCII A–Z to a–z only). Precomputed at load: translate() costs microseconds per row.
  */
 export const foldedColumn = (column: string) => `${column}__f`;

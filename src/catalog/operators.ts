@@ -4,7 +4,7 @@ export type Operator =
   | 'is' | 'is_not' | 'contains' | 'does not contain' | 'is_empty' | 'is_not_empty'
   | 'gt' | 'lt' | 'gteq' | 'lteq' | 'is_before' | 'is_after';
 
-/** §4.2 operator table, plus decisions §4 (emptiness tests also apply to datetimes). */
+/** §4.2 operator table, plus interface §4 (emptiness tests also apply to datetimes). */
 export const OPERATORS_BY_TYPE: Readonly<Record<FieldType, readonly Operator[]>> = {
   boolean: ['is', 'is_empty', 'is_not_empty'],
   number: ['is', 'is_not', 'gt', 'lt', 'gteq', 'lteq', 'is_empty', 'is_not_empty'],
@@ -17,7 +17,7 @@ export const ALL_OPERATORS: readonly Operator[] = [
   'gt', 'lt', 'gteq', 'lteq', 'is_before', 'is_after',
 ];
 
-/** Spellings real clients send for the same operator (decisions §4). */
+/** Spellings real clients send for the same operator (interface §4). */
 export const OPERATOR_ALIASES: Readonly<Record<string, Operator>> = {
   'does_not_contain': 'does not contain',
   'does+not+contain': 'does not contain',
@@ -37,7 +37,7 @@ export function ignoresValue(op: Operator): boolean {
   return op === 'is_empty' || op === 'is_not_empty';
 }
 
-/** Value syntax per field type (decisions §4); strings accept anything. */
+/** Value syntax per field type (interface §4); strings accept anything. */
 export const VALUE_PATTERNS: Readonly<Record<FieldType, string | null>> = {
   boolean: '^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$',
   number: '^-?\\d+(?:\\.\\d+)?$',

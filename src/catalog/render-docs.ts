@@ -20,7 +20,7 @@ export function renderViewDocs(): string {
     '|---|---|',
     ...Object.entries(OPERATORS_BY_TYPE).map(([type, ops]) => `| ${type} | ${ops.map((o) => `\`${o}\``).join(', ')} |`),
     '',
-    'Fields marked *version* sort by version precedence (decisions §5).',
+    'Fields marked *version* sort by version precedence (interface §5).',
   ];
   for (const view of catalog.views) {
     out.push('', `## \`${view.name}\``, '', `${view.description} Row type \`${view.rowType}\`; default sort \`${view.defaultSort.join(',')}\`, then the row id.`, '');

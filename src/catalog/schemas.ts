@@ -51,7 +51,7 @@ export function viewQuerySchema(view: View): Schema {
   };
 }
 
-/** page[number] and page[size] (decisions §5), shared by queries and the saved-view list. */
+/** page[number] and page[size] (interface §5), shared by queries and the saved-view list. */
 export const PAGE_SCHEMA: Schema = {
   $id: 'page',
   title: 'Paging parameters',

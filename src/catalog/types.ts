@@ -47,7 +47,7 @@ export interface View {
   rowType: string;
   description: string;
   defaultSort: string[];
-  /** Fields in default order: alphabetical by API name (decisions §2). */
+  /** Fields in default order: alphabetical by API name (interface §2). */
   fields: Field[];
   field(name: string): Field | undefined;
   /** Parquet file name of the view inside a snapshot. */

@@ -1,4 +1,4 @@
-// decisions §5: version fields order by version precedence. DuckDB cannot express SemVer precedence
+// interface §5: version fields order by version precedence. DuckDB cannot express SemVer precedence
 // cheaply, so the loader stores, for every value that is a version, a key whose plain code-point order
 // is that precedence; the query then sorts by the key and breaks ties on the exact string.
 

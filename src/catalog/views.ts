@@ -7,7 +7,7 @@
 import type { ViewDecl } from './types.js';
 
 const NL = 'chr(10)';
-/** decisions §3: prefix-<first 16 hex of sha256(org \n view \n keys…)>, null keys as ''. */
+/** interface §3: prefix-<first 16 hex of sha256(org \n view \n keys…)>, null keys as ''. */
 const rowId = (prefix: string, view: string, keys: string[]) =>
   `'${prefix}-' || substr(sha256(concat_ws(${NL}, g.organization, '${view}', ${keys.map((k) => `coalesce(${k}, '')`).join(', ')})), 1, 16)`;
 /** Sorted, de-duplicated names of the grouped workspaces. */
@@ -72,7 +72,7 @@ const tfVersions: ViewDecl = {
   ],
 };
 
-/** providers and modules share one shape (decisions §3). */
+/** providers and modules share one shape (interface §3). */
 function usageView(name: 'providers' | 'modules', prefix: string, rowType: string, table: string, noun: string): ViewDecl {
   const keys = ['g.name', 'g.source', 'g.version', 'g.registry_type'];
   const Noun = noun[0]!.toUpperCase() + noun.slice(1);

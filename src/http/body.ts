@@ -1,4 +1,4 @@
-// Request bodies (decisions §6): JSON:API or plain JSON, at most 64 KiB. Wrong type → 415, too large →
+// Request bodies (interface §6): JSON:API or plain JSON, at most 64 KiB. Wrong type → 415, too large →
 // 413 (checked on Content-Length first, then while reading), unparsable → 400. Never a 500.
 import type { ParameterizedContext } from 'koa';
 import { ApiError } from '../errors.js';

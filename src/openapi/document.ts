@@ -58,8 +58,8 @@ export function openApiDocument(opts: OpenApiOptions): Json {
     },
     servers: [opts.publicUrl ? { url: opts.publicUrl, description: 'PUBLIC_URL' } : { url: '/', description: 'This server' }],
     tags: [
-      { name: 'Explorer', description: 'Queries and CSV exports (explorer-api §4.1–4.2).' },
-      { name: 'Saved views', description: 'Stored queries of an organization (explorer-api §2.7, §4.3).' },
+      { name: 'Explorer', description: 'Queries and CSV exports.' },
+      { name: 'Saved views', description: 'Stored queries of an organization.' },
       { name: 'Explorer page', description: 'The web page, served by the same server (no token needed to load it).' },
       { name: 'Service', description: 'Operations and this contract.' },
     ],

@@ -33,7 +33,7 @@ export interface OperationSpec {
 
 /** Errors every route can answer: URL and header limits come before routing; a bug is a 500. */
 const ALWAYS: ErrorStatus[] = [414, 431, 500];
-/** Errors of every organization route (decisions §7: 401, then 503 without snapshot, then 404). */
+/** Errors of every organization route (interface §7: 401, then 503 without snapshot, then 404). */
 const ORGANIZATION: ErrorStatus[] = [401, 404, 429, 503];
 
 const jsonApi = (schema: Json) => ({ [JSONAPI]: { schema } });
@@ -41,7 +41,7 @@ const jsonApi = (schema: Json) => ({ [JSONAPI]: { schema } });
 function csvResponse(catalog: Catalog, what: string): Json {
   const columns = catalog.views.map((v) => `${v.name}: \`${v.fields.map((f) => f.name).join(',')}\``).join('; ');
   return {
-    description: `${what} as CSV (decisions §6): a header row of snake_case field names, then every value double-quoted `
+    description: `${what} as CSV (interface §6): a header row of snake_case field names, then every value double-quoted `
       + '(null as `""`, datetimes `YYYY-MM-DDTHH:MM:SS+00:00`), every line ending with `\\n`, UTF-8 without BOM. Paging is ignored. '
       + `Default columns by view — ${columns}. If the export fails after its first byte, the transfer is broken off.`,
     headers: {
@@ -161,7 +161,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     {
       method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true,
       summary: 'Export every matching row as CSV (endpoint 2)',
-      description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (decisions §5).',
+      description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (interface §5).',
       parameters: queryParameterNames(catalog, false),
       responses: { 200: csvResponse(catalog, 'Every matching row') },
       errors: [400, 504],

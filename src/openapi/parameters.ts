@@ -8,7 +8,7 @@ export const paramRef = (name: string): Json => ({ $ref: `#/components/parameter
 
 export const PAGE_PARAMETERS = ['page.number', 'page.size'];
 
-/** Component names of the query parameters of endpoints 1 and 2 (decisions §4–5). */
+/** Component names of the query parameters of endpoints 1 and 2 (interface §4–5). */
 export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
   return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? PAGE_PARAMETERS : [])];
 }

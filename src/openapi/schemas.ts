@@ -13,13 +13,13 @@ export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name
 
 const FIELD_TYPES: readonly FieldType[] = ['string', 'number', 'boolean', 'datetime'];
 
-/** decisions §6: datetimes of result rows carry milliseconds and the UTC offset +00:00. */
+/** interface §6: datetimes of result rows carry milliseconds and the UTC offset +00:00. */
 const ROW_DATETIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\+00:00$';
-/** decisions §6: a saved view's created-at / updated-at. */
+/** interface §6: a saved view's created-at / updated-at. */
 const SAVED_DATETIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 const INDEX = '^\\d+$';
 
-/** What each operator keeps (explorer-api §4.2, decisions §4); the Record type makes it complete. */
+/** What each operator keeps (docs/interface.md, interface §4); the Record type makes it complete. */
 const OPERATOR_MEANING: Readonly<Record<Operator, string>> = {
   is: 'equals one of the values (strings compare exactly, booleans are true/false in any case)',
   is_not: 'differs from every value; keeps nulls',
@@ -43,7 +43,7 @@ function bare(schema: Json): Json {
   return rest;
 }
 
-/** A comma-separated list of `item`s, at most `max` of them, spaces around items allowed (decisions §5). */
+/** A comma-separated list of `item`s, at most `max` of them, spaces around items allowed (interface §5). */
 function listPattern(item: string, max: number): string {
   const one = `\\s*${item}\\s*`;
   return `^${one}(?:,${one}){0,${max - 1}}$`;
@@ -87,7 +87,7 @@ function filterValues(type: FieldType | null): Json {
   };
 }
 
-/** Operators of one field type, each to its values; aliases of decisions §4 included. */
+/** Operators of one field type, each to its values; aliases of interface §4 included. */
 function fieldFilter(type: FieldType): Json {
   const operators = OPERATORS_BY_TYPE[type];
   const properties: Json = {};
@@ -126,7 +126,7 @@ function viewSchemas(view: View): Record<string, Json> {
       required: ['id', 'type', 'attributes'],
       additionalProperties: false,
       properties: {
-        id: { type: 'string', description: 'Row id (decisions §3).' },
+        id: { type: 'string', description: 'Row id (interface §3).' },
         type: { const: view.rowType },
         attributes: ref(`Attributes.${view.name}`),
       },
@@ -203,7 +203,7 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
   for (const view of catalog.views) Object.assign(out, viewSchemas(view));
 
   out.Filter = {
-    description: 'Filters (explorer-api §4.2, decisions §4) of the view named by `type`.',
+    description: 'Filters of the view named by `type`.',
     anyOf: catalog.views.map((v) => ref(`Filter.${v.name}`)),
   };
   out.Sort = { description: 'Sort keys of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Sort.${v.name}`)) };
@@ -212,7 +212,7 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
 
   out.PageLinks = {
     type: 'object',
-    description: 'Absolute URLs of the same route with `page[number]` and the effective `page[size]` (decisions §5).',
+    description: 'Absolute URLs of the same route with `page[number]` and the effective `page[size]` (interface §5).',
     required: ['self', 'first', 'prev', 'next', 'last'],
     additionalProperties: false,
     properties: {
@@ -247,7 +247,7 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
 
   out.SavedQuery = {
     type: 'object',
-    description: 'A saved query as stored (explorer-api §2.7): canonical operators, fields without duplicates. '
+    description: 'A saved query as stored: canonical operators, fields without duplicates. '
       + 'Names are those of the catalog when the view was saved (a re-run validates them again).',
     required: ['type', 'filter'],
     additionalProperties: false,
@@ -328,7 +328,7 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
   };
   out.ErrorDocument = {
     type: 'object',
-    description: 'A JSON:API error document (decisions §7).',
+    description: 'A JSON:API error document (interface §7).',
     required: ['errors'],
     additionalProperties: false,
     properties: { errors: { type: 'array', minItems: 1, items: ref('Error') } },

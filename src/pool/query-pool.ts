@@ -1,5 +1,5 @@
 // The Piscina side: run a page or start an export on a DuckDB worker, with a deadline and cancellation.
-// Workers are never terminated while they run a query (see shared/notes/duckdb-in-workers.md):
+// Workers are never terminated while they run a query (see docs/duckdb-in-workers.md):
 // stopping is always an interrupt message, and the pool is destroyed only once every task has settled.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';

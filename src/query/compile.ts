@@ -12,7 +12,7 @@ export interface CompiledQuery {
   count: { sql: string; params: SqlValue[] };
   /** The requested page: row id first, then the selected fields as JSON-ready values. */
   page: { sql: string; params: SqlValue[] };
-  /** Every matching row, every value as a non-null VARCHAR ready for CSV (decisions §6). */
+  /** Every matching row, every value as a non-null VARCHAR ready for CSV (interface §6). */
   export: { sql: string; params: SqlValue[] };
 }
 
@@ -37,7 +37,7 @@ const ident = (name: string) => {
   return `"${name}"`;
 };
 const col = (f: Field) => ident(f.column);
-/** decisions §4: case-insensitive means ASCII A–Z fold to a–z only; the loader stores that form beside each string. */
+/** interface §4: case-insensitive means ASCII A–Z fold to a–z only; the loader stores that form beside each string. */
 const folded = (f: Field) => ident(foldedColumn(f.column));
 
 function condition(c: Condition, params: SqlValue[]): string {
@@ -67,7 +67,7 @@ function condition(c: Condition, params: SqlValue[]): string {
   throw new Error(`unknown operator ${c.operator satisfies never} (negative: ${isNegative(c.operator)})`);
 }
 
-/** ORDER BY terms for one key (decisions §5). Nulls are last in both directions. */
+/** ORDER BY terms for one key (interface §5). Nulls are last in both directions. */
 function orderTerms({ field, descending }: SortKey): string[] {
   const dir = descending ? 'DESC' : 'ASC';
   const c0 = col(field);
@@ -86,7 +86,7 @@ function orderTerms({ field, descending }: SortKey): string[] {
 }
 
 function jsonValue(f: Field): string {
-  // Datetimes leave DuckDB already in the JSON form of decisions §6; everything else is typed.
+  // Datetimes leave DuckDB already in the JSON form of interface §6; everything else is typed.
   return f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : col(f);
 }
 

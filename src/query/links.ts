@@ -1,4 +1,4 @@
-// Pagination links and meta (explorer-api §2.8, decisions §5).
+// Pagination links and meta (docs/interface.md, interface §5).
 import { encodeStrict } from './query-string.js';
 
 export interface Pagination {

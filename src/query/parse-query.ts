@@ -1,4 +1,4 @@
-// The query string of endpoints 1 and 2 → a validated Query (explorer-api §4.1–4.2, decisions §4–5).
+// The query string of endpoints 1 and 2 → a validated Query (docs/interface.md, interface §4–5).
 import { badParameter } from '../errors.js';
 import type { Query, QueryOrigin } from './query.js';
 import { knownView, MAX_VALUES, validateQuery, type QueryDocument } from './validate.js';
@@ -10,7 +10,7 @@ const FIELDS_KEY = /^fields\[([^\]]*)\]$/;
 
 export interface ParsedRequest {
   query: Query;
-  /** The parameters that links carry forward (decisions §5): type, sort, fields and filters as received. */
+  /** The parameters that links carry forward (interface §5): type, sort, fields and filters as received. */
   carried: [string, string][];
 }
 

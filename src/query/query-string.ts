@@ -2,7 +2,7 @@ import { badParameter } from '../errors.js';
 
 /**
  * Decodes a raw query string into keys and values in the order received. `+` is a space, empty
- * components (`&&`) are skipped (decisions §4), and a key given twice is an error naming it.
+ * components (`&&`) are skipped (interface §4), and a key given twice is an error naming it.
  */
 export function decodeQueryString(raw: string): Map<string, string> {
   const params = new Map<string, string>();
@@ -34,7 +34,7 @@ function decodeComponent(text: string, parameter: string): string {
 
 const UNRESERVED = /[A-Za-z0-9\-_.~]/;
 
-/** decisions §5: every byte but A–Z a–z 0–9 - _ . ~ is percent-encoded, space as %20. */
+/** interface §5: every byte but A–Z a–z 0–9 - _ . ~ is percent-encoded, space as %20. */
 export function encodeStrict(text: string): string {
   let out = '';
   for (const ch of text) {

@@ -139,7 +139,7 @@ export function validateQuery(engine: string, viewName: string, doc: QueryDocume
   return { view, fields, sort, conditions: [...groups.values()], page: pageOf(doc.page, origin, status) };
 }
 
-/** The effective page of already-validated paging parameters (decisions §5, docs/decisions.md). */
+/** The effective page of already-validated paging parameters (interface §5, docs/decisions.md). */
 function pageOf(page: QueryDocument['page'], origin: QueryOrigin, status: ErrorStatus): { number: number; size: number } {
   const number = parsePositive(page?.number, 1);
   if (!Number.isFinite(number)) throw invalid(origin, '/page/number', `page[number] must be at most ${Number.MAX_SAFE_INTEGER}.`, status);

@@ -3,7 +3,7 @@
 const DATETIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 /**
- * Parses a decisions §4 datetime into UTC `YYYY-MM-DD HH:MM:SS.mmm` (no offset means UTC; digits past
+ * Parses a interface §4 datetime into UTC `YYYY-MM-DD HH:MM:SS.mmm` (no offset means UTC; digits past
  * milliseconds are truncated). Throws with a reason for impossible dates such as 2023-02-30.
  */
 export function parseDatetime(text: string): string {

@@ -1,4 +1,4 @@
-// The counting behind the rate limit (decisions §9): a fixed window per context that opens with the
+// The counting behind the rate limit (interface §9): a fixed window per context that opens with the
 // context's first request and lasts `windowMs`; every request in it counts. One algorithm with two homes —
 // a Map for one instance, Redis for many — so the answer is the same either way. koa-ratelimit could not
 // give that: its memory driver counts fixed windows, its Redis driver a sliding log whose reset it rounds

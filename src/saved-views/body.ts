@@ -1,4 +1,4 @@
-// The body of a create (POST) or update (PATCH) request → a validated saved-view change (decisions §8).
+// The body of a create (POST) or update (PATCH) request → a validated saved-view change (interface §8).
 // The envelope is checked by schemas/saved-view-body.schema.json; the query by the view's query schema.
 import { Ajv, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// A saved view as a JSON:API resource (explorer-api §2.7, decisions §6 and §8).
+// A saved view as a JSON:API resource (docs/interface.md, interface §6 and §8).
 import type { SavedView } from '../store/state-store.js';
 
 export const SAVED_VIEW_TYPE = 'explorer-saved-queries';

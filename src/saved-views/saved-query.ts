@@ -18,7 +18,7 @@ export interface LocatedFilter {
   at: { entry: string; field: string; operator: string; value: string };
 }
 
-/** Both filter entry shapes of decisions §8: {field, operator, value} and {"<field>": {"<op>": [...]}}. */
+/** Both filter entry shapes of interface §8: {field, operator, value} and {"<field>": {"<op>": [...]}}. */
 export function normalizeFilters(entries: Record<string, unknown>[], pointer: string): LocatedFilter[] {
   const out: LocatedFilter[] = [];
   entries.forEach((entry, i) => {

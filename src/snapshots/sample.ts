@@ -1,4 +1,4 @@
-// Synthetic snapshot-source generator (format: shared spec `snapshot-source.md`).
+// Synthetic snapshot-source generator (format: docs/snapshot-source.md).
 //
 // Writes a directory of plain NDJSON files that look like the inventory of a Terraform-Cloud-style
 // platform: long-tailed organization sizes, projects, workspaces with engine versions, VCS repos, tags,
@@ -531,7 +531,7 @@ const MODULE_SLOTS: Slot[] = [
   localMod(3, 'app', './modules/app'),
   localMod(2, 'network', './modules/network'),
   localMod(1.5, 'monitoring', './modules/monitoring'),
-  localMod(1, 'dns', '../shared/dns'),
+  localMod(1, 'dns', '../common/dns'),
   mod(fixed(0.8), {
     name: 'network',
     source: (o) => `git::https://github.com/${o.vcsOwner}/terraform-modules.git//network?ref=v1.2.0`,

@@ -1,4 +1,4 @@
-// Validates a snapshot source (shared/spec/snapshot-source.md) line by line, so that every problem is
+// Validates a snapshot source (docs/snapshot-source.md) line by line, so that every problem is
 // reported as `file:line: reason`. DuckDB then reads the same files in bulk, trusting what passed here.
 import { createReadStream, existsSync } from 'node:fs';
 import { join } from 'node:path';

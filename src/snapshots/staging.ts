@@ -1,6 +1,6 @@
 // Reads a validated source into DuckDB staging tables (src_*, ws_providers, ws_modules) that the view
 // declarations in catalog/views.ts are written against. Normalization rules: snapshot-source.md and
-// decisions §3 (empty optional strings are null, lists sorted and de-duplicated, UTC millisecond times).
+// interface §3 (empty optional strings are null, lists sorted and de-duplicated, UTC millisecond times).
 import type { SourceFile } from './source-validator.js';
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
@@ -52,7 +52,7 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
        coalesce(checks.errored, 0) AS checks_errored, coalesce(checks."unknown", 0) AS checks_unknown,
        drift.drifted AS drifted, drift.resources_drifted AS resources_drifted, drift.resources_undrifted AS resources_undrifted
      FROM ${raw('workspaces', files.workspaces)}`,
-    // Provider and module rows are one row only when every key agrees, null equal to null (decisions §3):
+    // Provider and module rows are one row only when every key agrees, null equal to null (interface §3):
     // rows that differ in any key are all kept, even when they share workspace, source and version.
     usage('workspace_providers', 'src_providers'),
     usage('workspace_modules', 'src_modules'),

@@ -1,4 +1,4 @@
-// JSON:API rows rendered by the CSV rules of decisions §6, so that a test can require an export to be
+// JSON:API rows rendered by the CSV rules of interface §6, so that a test can require an export to be
 // exactly the JSON answer of the same query: every value double-quoted with `"` doubled, null as "",
 // datetimes without their fraction, a header of snake_case names, every line ended by \n.
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-// A model of the fixture's rows derived by the rules of decisions §3 (never from the server's answers),
+// A model of the fixture's rows derived by the rules of interface §3 (never from the server's answers),
 // shared by the HTTP tests that assert exact rows, orders and bytes.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as fx from '../fixtures/small-source.js';
 
 // ---------------------------------------------------------------------------------------------------------
-// Fixture model: rows derived from the fixture arrays by decisions §3 (nothing here comes from the server).
+// Fixture model: rows derived from the fixture arrays by interface §3 (nothing here comes from the server).
 export type Src = Record<string, any>;
 export type Value = string | number | boolean | null;
 export type Model = Record<string, Value>;

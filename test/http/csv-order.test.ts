@@ -1,4 +1,4 @@
-// decisions §5 and §6: a CSV export is in exactly the order of the JSON pages of the same query, for every
+// interface §5 and §6: a CSV export is in exactly the order of the JSON pages of the same query, for every
 // sortable field of every view, both directions. The export once sorted by the formatted text (nulls
 // first, "10" before "2"); the fixture has nulls in every kind of field and the generated sample has
 // numbers of one and of several digits, and it runs under a renamed engine so that fields whose API name

@@ -1,5 +1,5 @@
-// CSV export through the real HTTP endpoint GET /organizations/:org/explorer/export/csv (explorer-api §4.1;
-// decisions §5, §6): exact bytes, quoting, nulls, booleans, datetimes without fraction, header order,
+// CSV export through the real HTTP endpoint GET /organizations/:org/explorer/export/csv (docs/interface.md;
+// interface §5, §6): exact bytes, quoting, nulls, booleans, datetimes without fraction, header order,
 // filters and sort applied, paging ignored, headers, and agreement with the JSON rows.
 //
 // acme-corp's workspaces in the default order (workspace_name: fold A–Z only, then code points):

@@ -1,4 +1,4 @@
-// Filters through the real HTTP endpoint (explorer-api §4.2, decisions §4): every operator on every field
+// Filters through the real HTTP endpoint (docs/interface.md, interface §4): every operator on every field
 // type, null rules, ASCII-only case folding, multi-value filters, several fields under one index,
 // aggregate views and organization isolation.
 //
@@ -363,7 +363,7 @@ describe('HTTP explorer filters', function () {
     ]));
   });
 
-  describe('null rules (decisions §4)', () => {
+  describe('null rules (interface §4)', () => {
     // For each nullable field, the positive operators never return a null row and is_not / does not contain keep them.
     const NULLS = {
       vcs_repo_identifier: [a3, a2, a4],
@@ -507,7 +507,7 @@ describe('HTTP explorer filters', function () {
   });
 
   describe('every operator of every workspaces field, against the fixture model', () => {
-    // The model evaluates decisions §4 on the fixture rows; one request per (field, operator, value).
+    // The model evaluates interface §4 on the fixture rows; one request per (field, operator, value).
     const TYPES: Record<string, 'string' | 'number' | 'boolean' | 'datetime'> = {
       all_checks_succeeded: 'boolean', checks_errored: 'number', checks_failed: 'number', checks_passed: 'number', checks_unknown: 'number',
       current_run_applied_at: 'datetime', current_run_external_id: 'string', current_run_status: 'string', drifted: 'boolean',
@@ -614,7 +614,7 @@ describe('HTTP explorer filters', function () {
     });
   });
 
-  describe('invalid filters are a 400 (decisions §4)', () => {
+  describe('invalid filters are a 400 (interface §4)', () => {
     const bad: [string, string | null][] = [
       ['filter[0][workspace_name][gt][0]=a', 'filter[0][workspace_name][gt][0]'],
       ['filter[0][drifted][is_not][0]=true', 'filter[0][drifted][is_not][0]'],

@@ -1,4 +1,4 @@
-// decisions §3: provider and module rows are the same row only when every key is equal (workspace, name,
+// interface §3: provider and module rows are the same row only when every key is equal (workspace, name,
 // source, version, registry_type; empty and absent are both null). Rows that share workspace, source and
 // version but differ in name or registry type are all kept: the loader once kept one of them, so the
 // `modules` view lost rows and undercounted workspaces. The expected answers are computed here from the
@@ -40,7 +40,7 @@ const PROVIDERS: Use[] = [
 const NAMES = new Map(workspaces.map((w) => [w.id as string, w.name as string]));
 const inOrg = (u: Use) => workspaces.some((w) => w.id === u.workspace_id && w.organization === ORG);
 
-/** The view's rows by decisions §3: one per distinct (name, source, version, registry_type). */
+/** The view's rows by interface §3: one per distinct (name, source, version, registry_type). */
 function grouped(view: 'providers' | 'modules', uses: Use[]) {
   const groups = new Map<string, { keys: (string | null)[]; ws: Set<string> }>();
   for (const u of uses.filter(inOrg)) {
@@ -66,7 +66,7 @@ function listOf(uses: Use[], workspaceId: string) {
 
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
-describe('provider and module rows that share workspace, source and version (decisions §3)', function () {
+describe('provider and module rows that share workspace, source and version (interface §3)', function () {
   this.timeout(30_000);
   let h: Harness;
   before(async () => {

@@ -201,7 +201,7 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect(s.SavedQuery.properties.filter.items.properties.operator.enum).to.deep.equal([...ALL_OPERATORS]);
     const queryParameters = doc.paths[EXPLORER].get.parameters.map((p: any) => contract.resolve(p.$ref).node.name);
     expect(queryParameters).to.include.members(['organization_name', 'type', 'filter', 'sort', 'fields', 'page[number]', 'page[size]']);
-    // The export takes the query's parameters but paging, which it ignores (decisions §5), and says so.
+    // The export takes the query's parameters but paging, which it ignores (interface §5), and says so.
     const exportParameters = doc.paths[EXPORT].get.parameters.map((p: any) => contract.resolve(p.$ref).node.name);
     expect(exportParameters).to.deep.equal(queryParameters.filter((p: string) => !p.startsWith('page[')));
     expect(doc.paths[EXPORT].get.description).to.match(/page\[size\]` are ignored, whatever their value/);
@@ -293,7 +293,7 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', EXPLORER, { query: '?type=workspaces', token: h.tokens.developers })).status).to.equal(404);
     expect((await call('GET', EXPLORER, { query: `?type=workspaces&x=${'a'.repeat(9000)}` })).status).to.equal(414);
     expect((await call('GET', EXPORT, { query: '?type=nope' })).status).to.equal(400);
-    // decisions §5: the CSV routes ignore paging parameters, even invalid ones.
+    // interface §5: the CSV routes ignore paging parameters, even invalid ones.
     expect((await call('GET', EXPORT, { query: '?type=workspaces&page%5Bsize%5D=0&page%5Bnumber%5D=x' })).status).to.equal(200);
 
     // Saved views: every operation, successes and the body errors.

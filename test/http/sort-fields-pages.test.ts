@@ -1,6 +1,6 @@
-// Sort, fields, pages, links and JSON formats through the real HTTP endpoint (explorer-api §2, §4.1;
-// decisions §2, §3, §5, §6). Expected orders are worked out by hand from the fixture and the rules
-// (see the comments); expected rows come from a model of the fixture built by decisions §3.
+// Sort, fields, pages, links and JSON formats through the real HTTP endpoint (docs/interface.md;
+// interface §2, §3, §5, §6). Expected orders are worked out by hand from the fixture and the rules
+// (see the comments); expected rows come from a model of the fixture built by interface §3.
 //
 // acme-corp's workspaces (test/fixtures/small-source.ts):
 //   ws-aaa1 payments-api      tf 1.5.7       state 1.5.7  drifted true   res_drifted 2    checks ok      project payments
@@ -62,7 +62,7 @@ async function query(q: string, org: string = fx.ORG, token?: string): Promise<a
 }
 const ids = async (q: string) => (await query(q)).data.map((r: any) => r.id);
 
-/** decisions §5: every byte but A–Z a–z 0–9 - _ . ~ percent-encoded (upper-case hex, space as %20). */
+/** interface §5: every byte but A–Z a–z 0–9 - _ . ~ percent-encoded (upper-case hex, space as %20). */
 function strict(text: string): string {
   let out = '';
   for (const byte of Buffer.from(text, 'utf8')) {

@@ -1,10 +1,10 @@
-// Saved views, behaviour over real HTTP (decisions §5, §7, §8, §9, §10): name uniqueness and whole
+// Saved views, behaviour over real HTTP (interface §5, §7, §8, §9, §10): name uniqueness and whole
 // updates under concurrency, re-runs equal to the ad-hoc query (JSON and CSV), /results paging and links,
 // re-runs after a new snapshot, persistence across a restart, organization isolation and access by token.
 //
 // acme-corp's workspaces (test/fixtures/small-source.ts): payments-api, Payments-worker, Café "core", net,
 // ÉTL-job, network-core; globex has only globex-secret-ws. Expected rows below are worked out from the
-// fixture and the ordering rules of decisions §5, never copied from a server answer.
+// fixture and the ordering rules of interface §5, never copied from a server answer.
 import { expect } from 'chai';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -40,7 +40,7 @@ function adhoc(query: Required<Pick<Query, 'type'>> & Query): string {
   return parts.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
 }
 
-describe('saved views: behaviour (decisions §5, §7–§10)', function () {
+describe('saved views: behaviour (interface §5, §7–§10)', function () {
   this.timeout(60_000);
   let h: Harness;
   /** Base URL of the server under test (changes when the persistence test restarts it). */
@@ -417,7 +417,7 @@ describe('saved views: behaviour (decisions §5, §7–§10)', function () {
     });
   });
 
-  describe('access by token kind (decisions §9)', () => {
+  describe('access by token kind (interface §9)', () => {
     for (const who of ['org', 'owners', 'readers', 'alice'] as const) {
       it(`lets the ${who} token manage acme-corp views, including views created by others`, async () => {
         const token = h.tokens[who];

@@ -1,4 +1,4 @@
-// Saved views, lifecycle over real HTTP (explorer-api §2.7, §4 endpoints 3–9, §4.3; decisions §5–§8;
+// Saved views, lifecycle over real HTTP (interface §5–§8;
 // docs/decisions.md "Saved views"): create in both layouts, filter and fields shapes, content types;
 // show, list (order, paging, links, meta), update (whole replacement, trimming, timestamps), delete
 // (returns the deleted view, then every route of it is the 404 of an unknown organization).
@@ -20,7 +20,7 @@ const NOT_FOUND = {
 
 interface Answer { status: number; headers: Headers; text: string; body: any }
 
-describe('saved views: lifecycle (explorer-api §4 endpoints 3–9, decisions §8)', function () {
+describe('saved views: lifecycle (docs/interface.md, interface §8)', function () {
   this.timeout(30_000);
   let h: Harness;
   before(async () => { h = await startHarness({ env: { RATE_LIMIT_MAX: '100000' } }); });

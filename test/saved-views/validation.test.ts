@@ -1,4 +1,4 @@
-// Saved views, every refusal over real HTTP (decisions §6 body rules, §7 statuses and precedence, §8;
+// Saved views, every refusal over real HTTP (interface §6 body rules, §7 statuses and precedence, §8;
 // docs/decisions.md "Saved views"): 415, 413, 400 for bodies that are not JSON, 422 with the exact
 // source.pointer for every invalid member, the precedence 401 → 404 → 415/413/400/422, and the empty list.
 //
@@ -31,7 +31,7 @@ function body(layout: Layout, members: Record<string, unknown>): unknown {
 const base = (layout: Layout) => (layout === 'flat' ? '/data' : '/data/attributes');
 const typeKey = (layout: Layout) => (layout === 'flat' ? 'query_type' : 'query-type');
 
-describe('saved views: validation and errors (decisions §6–§8)', function () {
+describe('saved views: validation and errors (interface §6–§8)', function () {
   this.timeout(30_000);
   let h: Harness;
   before(async () => { h = await startHarness({ env: { RATE_LIMIT_MAX: '100000' } }); });
@@ -387,10 +387,10 @@ describe('saved views: validation and errors (decisions §6–§8)', function ()
         expect422(await post(withQuery({ filter: [{ 'a/b~c': { is: ['x'] } }] })), `${q}/filter/0/a~1b~0c`);
         // a known field first, then the unknown one, under one entry
         expect422(await post(withQuery({ filter: [{ workspace_name: { is: ['x'] }, nope: { is: ['x'] } }] })), `${q}/filter/0/nope`);
-        // the engine name is terraform by default (decisions §1)
+        // the engine name is terraform by default (interface §1)
         expect422(await post(withQuery({ filter: [{ field: 'workspace_engine_version', operator: 'is', value: ['1'] }] })), `${q}/filter/0/field`);
         expect((await post(withQuery({ filter: [{ field: 'workspace_terraform_version', operator: 'is', value: ['1.5.7'] }] }))).status).to.equal(201);
-        // registry_type belongs to providers and modules (decisions §2), not to workspaces
+        // registry_type belongs to providers and modules (interface §2), not to workspaces
         expect422(await post(withQuery({ filter: [{ field: 'registry_type', operator: 'is', value: ['public'] }] })), `${q}/filter/0/field`);
         expect((await post(withQuery({ filter: [{ field: 'registry_type', operator: 'is', value: ['public'] }] }, 'modules'))).status).to.equal(201);
       });

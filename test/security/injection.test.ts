@@ -1,7 +1,7 @@
 // Injection corpus (SQL, path traversal, unicode, NUL) in every parameter a client controls: the organization
 // and view id in the path, every query parameter (field, operator, indexes, value, sort, fields, page, type,
 // unknown names) and every saved-view body member. Each request answers a JSON:API 4xx or the correct result:
-// a filter VALUE is legal anywhere, so it gets a 200 whose rows are those the rules of decisions §4 give over
+// a filter VALUE is legal anywhere, so it gets a 200 whose rows are those the rules of interface §4 give over
 // the fixture (test/helpers/fixture-model.ts derives them independently of the server). Afterwards nothing was
 // written (/tmp/pwn, /tmp/x.db), the snapshot answers exactly as before, and the service is ready.
 //
@@ -119,7 +119,7 @@ function expect422(a: Answer, pointer: string, what: string): void {
   expect(e.source, `${what}: ${a.text}`).to.deep.equal({ pointer });
 }
 
-/** Every byte but unreserved percent-encoded (decisions §5), as clients are told to send. */
+/** Every byte but unreserved percent-encoded (interface §5), as clients are told to send. */
 const enc = encodeStrict;
 /** Printable ASCII as it is (a careless client), except the bytes that would end the component; space as `+`. */
 function rawish(text: string, keep = (ch: string) => ch !== '&' && ch !== '#' && ch !== '+'): string {
@@ -135,7 +135,7 @@ function rawish(text: string, keep = (ch: string) => ch !== '&' && ch !== '#' &&
 const escapePointer = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
 
 // ---------------------------------------------------------------------------------------------------------
-// What the rules say (decisions §4) over the fixture: acme-corp's workspaces, modelled without the server.
+// What the rules say (interface §4) over the fixture: acme-corp's workspaces, modelled without the server.
 
 const ACME: Model[] = WS.filter((w) => w.organization === ORG).map(workspaceModel);
 const STRING_FIELDS = catalogFor(ENGINE).view('workspaces')!.fields.filter((f) => f.type === 'string').map((f) => f.name);
@@ -249,7 +249,7 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
       }
     });
 
-    it('filter value on string fields: 200 with exactly the rows decisions §4 gives (any operator, JSON and CSV)', async () => {
+    it('filter value on string fields: 200 with exactly the rows interface §4 gives (any operator, JSON and CSV)', async () => {
       const wrong: string[] = [];
       for (const p of PAYLOADS.filter((x) => !hasNul(x))) {
         for (const field of FILTERED_FIELDS) {
@@ -388,7 +388,7 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
         expect(csv.status, csv.text).to.equal(200);
         expect(csv.text.split('\n').filter(Boolean), `CSV of ${JSON.stringify(p)}`).to.have.length(6);
 
-        // The same payload twice is a clash (exact comparison, decisions §8), pointed at in the JSON:API layout.
+        // The same payload twice is a clash (exact comparison, interface §8), pointed at in the JSON:API layout.
         const again = await send(h, 'POST', VIEWS, { body: jsonapi({ name: p, 'query-type': 'workspaces', query: { filter: [] } }) });
         expect422(again, '/data/attributes/name', `POST the name ${JSON.stringify(p)} again`);
 
@@ -423,7 +423,7 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
       }
     });
 
-    it('filter value: created (201) and re-run with exactly the rows decisions §4 gives, as JSON and CSV', async () => {
+    it('filter value: created (201) and re-run with exactly the rows interface §4 gives, as JSON and CSV', async () => {
       const wrong: string[] = [];
       for (const p of PAYLOADS) {
         for (const [field, op] of [['workspace_name', 'contains'], ['workspace_name', 'is_not'], ['vcs_repo_identifier', 'does not contain'], ['tags', 'is']] as const) {
@@ -527,7 +527,7 @@ describe('security: compileQuery keeps every payload out of the SQL text (unit)'
           const what = `${field} ${op} ${JSON.stringify(p)}`;
           const c = compileRaw(`type=workspaces&${key}=${encodeStrict(p)}`);
           const b = compileRaw(`type=workspaces&${key}=${BENIGN}`);
-          // contains / does not contain bind the ASCII-folded value (decisions §4).
+          // contains / does not contain bind the ASCII-folded value (interface §4).
           const bound = op === 'contains' || op === 'does not contain' ? fold(p) : p;
           expectOnlyBound(c, b, bound, BENIGN, what);
           expectAbsent(c, b, p, what);

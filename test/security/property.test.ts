@@ -1,7 +1,7 @@
 // Property-based robustness tests over real HTTP (fast-check, seeded): whatever a client sends — random and
 // mutated query strings, random saved-view bodies, random paths — the service answers a JSON:API 2xx or
-// 4xx within a bounded time, never a 5xx (decisions §7 "Bad input never yields a 500"), and an error body
-// names what the client actually sent (decisions §4, §7; docs/decisions.md "Query parameters", "Limits").
+// 4xx within a bounded time, never a 5xx (interface §7 "Bad input never yields a 500"), and an error body
+// names what the client actually sent (interface §4, §7; docs/decisions.md "Query parameters", "Limits").
 //
 // Requests go through node:http with the request target written byte for byte as generated: fetch (WHATWG
 // URL) would percent-encode `'"<>` in queries, resolve dot segments and fold `\` into `/` in paths, so it
@@ -508,7 +508,7 @@ function bodyBytes(r: { doc: Json; encoding: Encoding; cut: number; garbage: Uin
   }
 }
 
-/** What decisions §6/§7 say the body deserves before its content is judged: 415, 413, 400, or undefined (go on). */
+/** What interface §6/§7 say the body deserves before its content is judged: 415, 413, 400, or undefined (go on). */
 function envelopeVerdict(contentType: string | null, bytes: Buffer): { status: number } | { parsed: unknown } {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json' && type !== JSONAPI) return { status: 415 };
@@ -735,7 +735,7 @@ describe('security: properties over real HTTP (never a 5xx, always JSON:API, alw
     expect(Object.entries(seen).filter(([status]) => Number(status) < 300).reduce((n, [, k]) => n + k, 0), JSON.stringify(seen)).to.be.above(10);
   });
 
-  // decisions §7: a 422's source.pointer names the member (RFC 6901: `/` in a name is `~1`, `~` is `~0`). The
+  // interface §7: a 422's source.pointer names the member (RFC 6901: `/` in a name is `~1`, `~` is `~0`). The
   // property above finds the first of these; here each place where a client-chosen name becomes a pointer token.
   for (const layout of ['flat', 'jsonapi'] as const) {
     it(`(b) 422 pointers escape "/" and "~" in member names the client chose (${layout} layout)`, async () => {
@@ -766,7 +766,7 @@ describe('security: properties over real HTTP (never a 5xx, always JSON:API, alw
   }
 
   // docs/decisions.md "Responses": unknown routes answer a JSON:API 404; a wrong method on a known route answers
-  // 405 with Allow. decisions §7: bad input never yields a 5xx. Any method a route does not implement is a
+  // 405 with Allow. interface §7: bad input never yields a 5xx. Any method a route does not implement is a
   // wrong method, whatever it is (OPTIONS and methods the router has never heard of included).
   const KNOWN_ROUTES = [EXPLORER, `${EXPLORER}/export/csv`, VIEWS_PATH, `${VIEWS_PATH}/sq-AAAAAAAAAAAAAAAA`, `${VIEWS_PATH}/sq-AAAAAAAAAAAAAAAA/results`];
   const methodCases: [string, string[]][] = [

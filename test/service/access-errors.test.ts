@@ -1,4 +1,4 @@
-// decisions §7 (status codes, JSON:API errors, precedence) and §9 (who may see which organization).
+// interface §7 (status codes, JSON:API errors, precedence) and §9 (who may see which organization).
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ const NOT_FOUND = {
   errors: [{ status: '404', title: 'not found', detail: 'The organization or resource does not exist, or you are not authorized to access it.' }],
 };
 
-describe('access and errors (decisions §7, §9)', () => {
+describe('access and errors (interface §7, §9)', () => {
   let h: Harness;
   before(async () => { h = await startHarness(); });
   after(async () => { await h.close(); });

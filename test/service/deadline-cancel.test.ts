@@ -1,4 +1,4 @@
-// decisions §10: deadlines interrupt DuckDB for real, disconnects cancel, and an export that is cut off
+// interface §10: deadlines interrupt DuckDB for real, disconnects cancel, and an export that is cut off
 // never ends like a complete file. Workers must be free for the next query afterwards.
 import { expect } from 'chai';
 import { get, type IncomingMessage } from 'node:http';

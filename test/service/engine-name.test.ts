@@ -1,4 +1,4 @@
-// decisions §1: EXPLORER_ENGINE renames the engine-version fields everywhere a client sees them.
+// interface §1: EXPLORER_ENGINE renames the engine-version fields everywhere a client sees them.
 import { expect } from 'chai';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 

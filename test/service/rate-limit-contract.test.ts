@@ -1,4 +1,4 @@
-// decisions §9, as a client sees it, the same in memory, in Redis with one instance, and in Redis with two:
+// interface §9, as a client sees it, the same in memory, in Redis with one instance, and in Redis with two:
 // a burst after an idle window lets exactly RATE_LIMIT_MAX through; X-RateLimit-Reset names the moment the
 // window closes to within 50 ms; a client that waits it after a 429 (as the Go client does) gets through,
 // and a burst sent then gets exactly RATE_LIMIT_MAX again; Retry-After is the reset rounded up; every
@@ -112,7 +112,7 @@ function setup(title: string, redis: boolean, instances: 1 | 2) {
   });
 }
 
-describe('rate limit contract (decisions §9)', () => {
+describe('rate limit contract (interface §9)', () => {
   setup('in memory, one instance', false, 1);
   setup('in Redis, one instance', true, 1);
   setup('in Redis, two instances', true, 2);

@@ -1,4 +1,4 @@
-// decisions §9: the rate limit per authenticated context (user, team, organization token) or client
+// interface §9: the rate limit per authenticated context (user, team, organization token) or client
 // address, its headers and its 429; in memory for one instance, in Redis shared by several.
 import { expect } from 'chai';
 import { silentLogger } from '../../src/log.js';
@@ -20,7 +20,7 @@ describe('rate limit in memory', function () {
   before(async () => { h = await startHarness({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_MS: '3000' } }); });
   after(async () => { await h.close(); });
 
-  it('lets exactly RATE_LIMIT_MAX requests through per window, with the headers of decisions §9', async () => {
+  it('lets exactly RATE_LIMIT_MAX requests through per window, with the headers of interface §9', async () => {
     const responses = await burst(() => h.request(route, { token: h.tokens.owners }), 7);
     expect(responses.map((r) => r.status)).to.deep.equal([200, 200, 200, 200, 200, 429, 429]);
     expect(responses.slice(0, 5).map((r) => r.headers.get('x-ratelimit-remaining'))).to.deep.equal(['4', '3', '2', '1', '0']);

@@ -1,5 +1,5 @@
 // compileQuery (src/query/compile.ts): pure text checks, then the compiled SQL run for real on DuckDB
-// over a small in-memory table shaped like the workspaces Parquet file (decisions §4, §5, §6).
+// over a small in-memory table shaped like the workspaces Parquet file (interface §4, §5, §6).
 import { expect } from 'chai';
 import { type DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
@@ -188,7 +188,7 @@ describe('compileQuery: SQL text', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// DuckDB: the compiled statements run, and mean what decisions §4–§6 say.
+// DuckDB: the compiled statements run, and mean what interface §4–§6 say.
 
 type Row = Record<string, string | number | boolean | null> & { _id: string };
 const ROWS: Row[] = [
@@ -311,8 +311,8 @@ describe('compileQuery on DuckDB', function () {
     expect(await idSet(ws(filter(0, 'checks_failed', 'gt', '0'), filter(1, 'checks_failed', 'lt', '5')))).to.deep.equal(['ws-02', 'ws-05', 'ws-08']);
   });
 
-  it('runs number values beyond the int64 range that decisions §4 accepts (^-?\\d+(\\.\\d+)?$), never failing in DuckDB', async () => {
-    // decisions §7: bad input never yields a 500; these values are valid, so they must simply compare.
+  it('runs number values beyond the int64 range that interface §4 accepts (^-?\\d+(\\.\\d+)?$), never failing in DuckDB', async () => {
+    // interface §7: bad input never yields a 500; these values are valid, so they must simply compare.
     const big = '99999999999999999999';
     expect(await idSet(ws(filter(0, 'checks_failed', 'is', big)))).to.deep.equal([]);
     expect(await idSet(ws(filter(0, 'checks_failed', 'lt', big)))).to.deep.equal(['ws-01', 'ws-02', 'ws-04', 'ws-05', 'ws-06', 'ws-07', 'ws-08']);

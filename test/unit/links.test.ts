@@ -1,4 +1,4 @@
-// pagination / pageLinks (src/query/links.ts), explorer-api §2.8 and decisions §5.
+// pagination / pageLinks (src/query/links.ts), docs/interface.md and interface §5.
 import { expect } from 'chai';
 import { pagination, pageLinks, totalPages } from '../../src/query/links.js';
 import { decodeQueryString } from '../../src/query/query-string.js';

@@ -1,4 +1,4 @@
-// parseQueryParameters (src/query/parse-query.ts) over decodeQueryString, decisions §1, §4 and §5.
+// parseQueryParameters (src/query/parse-query.ts) over decodeQueryString, interface §1, §4 and §5.
 import { expect } from 'chai';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { parseQueryParameters, type ParsedRequest } from '../../src/query/parse-query.js';
@@ -55,7 +55,7 @@ describe('parseQueryParameters', () => {
     it('rejects an unknown field naming the whole decoded key', () => {
       rejects(`${WS}&filter%5B0%5D%5Bnope%5D%5Bis%5D%5B0%5D=a`, 'filter[0][nope][is][0]');
       rejects(`${WS}&filter[0][Workspace_Name][is][0]=a`, 'filter[0][Workspace_Name][is][0]');
-      // registry_type belongs to providers / modules only (decisions §2)
+      // registry_type belongs to providers / modules only (interface §2)
       rejects(`${WS}&filter[0][registry_type][is][0]=public`, 'filter[0][registry_type][is][0]');
       rejects('type=tf_versions&filter[0][name][is][0]=a', 'filter[0][name][is][0]');
     });
@@ -305,7 +305,7 @@ describe('parseQueryParameters', () => {
       rejects(`${WS}&sort=%2Bworkspace_name`, 'sort');
     });
 
-    it('defaults per view (decisions §5)', () => {
+    it('defaults per view (interface §5)', () => {
       expect(sortKeys(WS)).to.deep.equal(['workspace_name']);
       expect(sortKeys('type=tf_versions')).to.deep.equal(['-version']);
       expect(sortKeys('type=providers')).to.deep.equal(['name', '-version']);
@@ -346,7 +346,7 @@ describe('parseQueryParameters', () => {
     });
   });
 
-  describe('engine naming (decisions §1)', () => {
+  describe('engine naming (interface §1)', () => {
     it('uses workspace_<engine>_version and state_version_<engine>_version', () => {
       expect(fieldNames(`${WS}&fields=workspace_opentofu_version,state_version_opentofu_version`, 'opentofu')).to.deep.equal([
         'workspace_opentofu_version',
@@ -406,7 +406,7 @@ describe('parseQueryParameters', () => {
   });
 });
 
-describe('parseDatetime (decisions §4)', () => {
+describe('parseDatetime (interface §4)', () => {
   it('converts to UTC YYYY-MM-DD HH:MM:SS.mmm', () => {
     const cases: [string, string][] = [
       ['2024-01-01', '2024-01-01 00:00:00.000'],

@@ -1,4 +1,4 @@
-// decodeQueryString / encodeStrict (src/query/query-string.ts), decisions §4 and §5.
+// decodeQueryString / encodeStrict (src/query/query-string.ts), interface §4 and §5.
 import { expect } from 'chai';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
 import { ApiError } from '../../src/errors.js';

@@ -12,7 +12,7 @@ const GENERATED = fileURLToPath(new URL('../../../schemas/generated/', import.me
 
 type Json = Record<string, any>;
 
-/** The fields of each view per explorer-api §2.3–2.6 and decisions §1–2, engine `terraform`. */
+/** The fields of each view per docs/interface.md and interface §1–2, engine `terraform`. */
 const CONTRACT: Record<string, Record<string, string>> = {
   workspaces: {
     all_checks_succeeded: 'boolean', checks_errored: 'number', checks_failed: 'number', checks_passed: 'number',
@@ -29,7 +29,7 @@ const CONTRACT: Record<string, Record<string, string>> = {
   modules: { name: 'string', registry_type: 'string', source: 'string', version: 'string', workspace_count: 'number', workspaces: 'string' },
 };
 
-/** explorer-api §4.2 operator table, plus decisions §4 (emptiness tests on datetimes). */
+/** docs/interface.md operator table, plus interface §4 (emptiness tests on datetimes). */
 const OPERATORS: Record<string, string[]> = {
   boolean: ['is', 'is_empty', 'is_not_empty'],
   number: ['is', 'is_not', 'gt', 'lt', 'gteq', 'lteq', 'is_empty', 'is_not_empty'],
@@ -84,7 +84,7 @@ describe('schemas/generated', () => {
 
       it('the catalog view has exactly the contract fields, with their types', () => {
         expect(Object.fromEntries(view.fields.map((f) => [f.name, f.type]))).to.deep.equal(CONTRACT[view.name]);
-        expect(names).to.deep.equal([...names].sort()); // decisions §2 default order
+        expect(names).to.deep.equal([...names].sort()); // interface §2 default order
       });
 
       it('lists exactly the catalog fields in fields, sort (± prefix) and filter.field', () => {

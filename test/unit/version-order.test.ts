@@ -1,4 +1,4 @@
-// versionKey (src/catalog/version-order.ts) against a reference comparator written from decisions §5:
+// versionKey (src/catalog/version-order.ts) against a reference comparator written from interface §5:
 // numeric parts (a missing part is 0), then a pre-release before its release with SemVer 2.0 pre-release
 // precedence, build metadata ignored. Sorting by the key with plain `<` must agree with the reference for
 // every pair the reference does not call equal.
@@ -108,7 +108,7 @@ function randomVersion(r: () => number): string {
     if (x < 0.4) return number();
     if (x < 0.85) return pick(['alpha', 'beta', 'rc', 'a', 'b', 'A', 'Z', 'rc1', 'rc10', 'rc2', 'alpha-1', 'alpha-', '-', '--', '0a', 'x-y', 'beta2']);
     if (x < 0.95) return pick(['0', '1', '2', '11', '00']);
-    return ''; // the decisions §5 pattern allows an empty identifier (`1.0.0-a..b`)
+    return ''; // the interface §5 pattern allows an empty identifier (`1.0.0-a..b`)
   };
   let v = (r() < 0.1 ? 'v' : '') + number();
   const parts = r();
@@ -138,14 +138,14 @@ const TRICKY = [
   '1.999999999.0', '1.1000000000.0', '0.0.0-0', 'v0.0.0-0+0',
 ];
 
-describe('versionKey (decisions §5 version order)', () => {
+describe('versionKey (interface §5 version order)', () => {
   it('returns null for values that are not versions', () => {
     for (const v of ['latest', '1.2.3.4', '1.0.0-', '', '1..2', 'V1.0.0', 'vv1', '1.0.0+', '1.0.0-a_b', '-1.0.0', ' 1.0.0', '1.0.0 ', '1.x', 'x1', '1.0.0-é']) {
       expect(versionKey(v), JSON.stringify(v)).to.equal(null);
     }
   });
 
-  it('returns a key for every shape the decisions §5 pattern accepts', () => {
+  it('returns a key for every shape the interface §5 pattern accepts', () => {
     for (const v of ['1', '1.2', '1.2.3', 'v1', 'v1.2.3-rc.1+b', '1.0.0+build', '1.0.0-a..b', '007']) {
       expect(versionKey(v), v).to.be.a('string');
     }

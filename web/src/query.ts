@@ -1,4 +1,4 @@
-// The page's query model and its three spellings: the API's query string (explorer-api §4.1–4.2), the page's
+// The page's query model and its three spellings: the API's query string (docs/interface.md), the page's
 // URL fragment (the same parameters plus the organization: a shareable link, never the token) and a saved
 // view's stored query (§2.7, §4.3). Pure functions, no DOM.
 import type { Catalog, WebView } from './catalog.js';
@@ -48,7 +48,7 @@ export function initialValues(catalog: Catalog, type: string, operator: string):
 export function apiParams(catalog: Catalog, q: UiQuery, paging: 'all' | 'none' | 'non-default'): Pairs {
   const out: Pairs = [['type', q.type]];
   q.filters.forEach((f, i) => {
-    // A presence test ignores its value, but the key must be there: one empty value (decisions §4).
+    // A presence test ignores its value, but the key must be there: one empty value (interface §4).
     const values = catalog.ignoresValue(f.operator) ? [''] : f.values;
     values.forEach((v, j) => out.push([`filter[${i}][${f.field}][${f.operator}][${j}]`, v]));
   });

@@ -1,4 +1,4 @@
-// decisions §9 rate limit: per user, team or organization token, or per client address for requests
+// interface §9 rate limit: per user, team or organization token, or per client address for requests
 // without a valid token. Counted in memory by default, in Redis (shared by every instance) when configured,
 // by the same fixed-window rule either way (rate-limit/window-counter.ts). If Redis cannot be reached the
 // limiter fails open: answering is worth more than counting.

@@ -46,7 +46,7 @@ export function explorerPageRoutes(router: Router<RequestState>, deps: { engine:
   const cache = new Map<string, { mtimeMs: number; size: number; asset: Asset }>();
   const asset = (body: Buffer, ext: string): Asset =>
     ({ body, type: TYPES[ext]!, etag: entityTag([body]) });
-  // catalog.json is built for the default engine name; with another one (decisions §1) the field names
+  // catalog.json is built for the default engine name; with another one (interface §1) the field names
   // differ, so it is rendered from the same function at run time.
   const runtimeCatalog = deps.engine === 'terraform' ? null : asset(Buffer.from(webCatalogText(catalogFor(deps.engine))), 'json');
 

@@ -1,4 +1,4 @@
-// Endpoints 1 and 2: a paged JSON query and its full CSV export (explorer-api §4.1–4.2).
+// Endpoints 1 and 2: a paged JSON query and its full CSV export (docs/interface.md).
 import { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import type { Config } from '../../config.js';
@@ -22,7 +22,7 @@ export interface ExplorerDeps {
   pool: QueryPool;
 }
 
-/** Scheme, host and path of this request, for links (decisions §5). */
+/** Scheme, host and path of this request, for links (interface §5). */
 export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
   return `${publicUrl ?? `http://${ctx.host}`}${ctx.path}`;
 }
@@ -69,7 +69,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
 
 const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
 
-/** Streams every row of `query` as CSV (decisions §6). */
+/** Streams every row of `query` as CSV (interface §6). */
 export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
   const organization = ctx.state.organization!;
   const snapshot = ctx.state.lease!.snapshot;
@@ -114,7 +114,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   if (end.kind === 'aborted') ctx.state.outcome = `aborted: ${end.code}`;
 }
 
-/** decisions §5: the CSV routes ignore paging parameters (an export is every row), even invalid ones. */
+/** interface §5: the CSV routes ignore paging parameters (an export is every row), even invalid ones. */
 export function withoutPaging(params: Map<string, string>): Map<string, string> {
   params.delete('page[number]');
   params.delete('page[size]');

@@ -1,4 +1,4 @@
-// Routes without a token: ping (clients call it first, decisions §7), liveness and readiness.
+// Routes without a token: ping (clients call it first, interface §7), liveness and readiness.
 import { Router } from '@koa/router';
 import type { QueryPool } from '../../pool/query-pool.js';
 import type { RedisConnection } from '../../redis.js';

@@ -1,4 +1,4 @@
-// Endpoints 3–9: saved views of an organization (explorer-api §2.7, §4.3; decisions §8).
+// Endpoints 3–9: saved views of an organization (docs/interface.md; interface §8).
 import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { ApiError, notFound } from '../../errors.js';
@@ -98,7 +98,7 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     sendJson(c, 200, { data: savedViewResource(deleted) });
   });
 
-  /** The stored query with this request's paging; other query parameters are ignored (decisions §8). */
+  /** The stored query with this request's paging; other query parameters are ignored (interface §8). */
   function savedQuery(c: Ctx, view: SavedView, paging: boolean) {
     const params = decodeQueryString(c.querystring);
     if (!paging) withoutPaging(params);
