@@ -181,7 +181,18 @@ describe('a load failing on a full disk', function () {
   });
   after(async () => {
     await server?.shutdown();
-    execFileSync('umount', [mountPoint]);
+    // The stopped workers' DuckDB instances close their files when their threads are collected, which can
+    // be a moment after shutdown: retry while the mount is busy, then detach it lazily.
+    const until = Date.now() + 10_000;
+    for (;;) {
+      try {
+        execFileSync('umount', [mountPoint], { stdio: 'ignore' });
+        break;
+      } catch {
+        if (Date.now() > until) { execFileSync('umount', ['-l', mountPoint]); break; }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
     rmSync(mountPoint, { recursive: true, force: true });
   });
 
