@@ -27,6 +27,8 @@ export interface Config {
   redisPrefix: string;
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Bytes of finished JSON pages kept by entity tag (0: off). */
+  responseCacheBytes: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -64,5 +66,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisPrefix: env.REDIS_PREFIX || 'explorer:',
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 30, 1),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
+    responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,
   };
 }

@@ -19,6 +19,7 @@ import { Metrics } from '../metrics/metrics.js';
 import { explorerRoutes } from './routes/explorer.js';
 import { explorerPageRoutes } from './routes/explorer-page.js';
 import { opsRoutes } from './routes/ops.js';
+import { ResponseCache } from './response-cache.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { savedViewRoutes } from './routes/saved-views.js';
 import type { RequestState } from './state.js';
@@ -37,7 +38,8 @@ export function createApp(services: Services): Koa<RequestState> {
   const app = new Koa<RequestState>({ proxy: false });
   app.silent = true; // failures are logged by the error middleware, as JSON lines
 
-  const metrics = new Metrics(services);
+  const cache = new ResponseCache(services.config.responseCacheBytes);
+  const metrics = new Metrics({ ...services, cache });
   const ops = new Router<RequestState>();
   opsRoutes(ops, services);
   metricsRoutes(ops, metrics, { token: services.config.metricsToken, public: services.config.metricsPublic });
@@ -52,8 +54,8 @@ export function createApp(services: Services): Koa<RequestState> {
     requireToken(),
     authorizeOrganization(services.snapshots),
   );
-  explorerRoutes(organization, services);
-  savedViewRoutes(organization, services);
+  explorerRoutes(organization, { ...services, cache });
+  savedViewRoutes(organization, { ...services, cache });
 
   app.use(requestId());
   app.use(requestLog(services.logger));

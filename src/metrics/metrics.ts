@@ -2,12 +2,14 @@
 // never share counters. Request facts come from the request's state after it ends (the handlers annotate
 // it, as they do for the request log); pool, snapshot and Redis gauges are read at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ResponseCache } from '../http/response-cache.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { RedisConnection } from '../redis.js';
 import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
 
 export interface MetricSources {
   pool: QueryPool;
+  cache: ResponseCache;
   snapshots: SnapshotRegistry;
   redis?: RedisConnection;
 }
@@ -48,7 +50,7 @@ export class Metrics {
     this.cancellations = new Counter({ name: 'explorer_query_cancellations_total', help: 'Queries cancelled because the client went away.', labelNames: ['view', 'kind'], registers });
     this.rateLimited = new Counter({ name: 'explorer_rate_limited_total', help: 'Requests refused with 429 by the rate limit.', registers });
 
-    const { pool, snapshots, redis } = sources;
+    const { pool, snapshots, redis, cache } = sources;
     const gauge = (name: string, help: string, value: () => number) =>
       new Gauge({ name, help, registers, collect() { this.set(value()); } });
     gauge('explorer_pool_queue_depth', 'Requests waiting for a worker slot.', () => pool.queueSize);
@@ -66,11 +68,17 @@ export class Metrics {
     perWorker('explorer_worker_heap_used_bytes', "Each worker thread's own V8 heap in use, at its last report.", (m) => m.heapUsed);
     perWorker('explorer_worker_heap_total_bytes', "Each worker thread's own V8 heap committed, at its last report.", (m) => m.heapTotal);
     gauge('explorer_pool_utilization', 'Share of worker capacity in use since the pool started (Piscina).', () => pool.utilization);
-    let started = 0;
-    let refused = 0;
-    new Counter({ name: 'explorer_pool_tasks_started_total', help: 'Tasks handed to a DuckDB worker.', registers, collect() { this.inc(pool.tasksStarted - started); started = pool.tasksStarted; } });
-    new Counter({ name: 'explorer_pool_refused_total', help: 'Requests refused with 503 because too many were waiting.', registers, collect() { this.inc(pool.refused - refused); refused = pool.refused; } });
 
+    const sinceScrape = (name: string, help: string, value: () => number) => {
+      let seen = 0;
+      return new Counter({ name, help, registers, collect() { this.inc(value() - seen); seen = value(); } });
+    };
+    sinceScrape('explorer_pool_tasks_started_total', 'Tasks handed to a DuckDB worker.', () => pool.tasksStarted);
+    sinceScrape('explorer_pool_refused_total', 'Requests refused with 503 because too many were waiting.', () => pool.refused);
+    sinceScrape('explorer_response_cache_hits_total', 'JSON pages answered from the response cache.', () => cache.hits);
+    sinceScrape('explorer_response_cache_misses_total', 'JSON pages that had to be queried (not in the response cache).', () => cache.misses);
+    gauge('explorer_response_cache_bytes', 'Bytes of JSON pages held by the response cache.', () => cache.bytes);
+    gauge('explorer_response_cache_entries', 'JSON pages held by the response cache.', () => cache.size);
     gauge('explorer_snapshot_ready', '1 when a snapshot is loaded and readable.', () => (snapshots.current.status === 'ready' ? 1 : 0));
     gauge('explorer_snapshot_age_seconds', 'Seconds since the current snapshot was loaded.', () => {
       const s = snapshots.current;

@@ -40,8 +40,9 @@ describe('ETag and If-None-Match', () => {
     });
   }
 
-  it('runs the query again (200) when the tag does not match', async () => {
-    const path = `${Q}?type=workspaces&page%5Bsize%5D=3`;
+  it('runs the query (200) when the tag does not match', async () => {
+    // A query no other test asks, so that the answer is not already in the response cache.
+    const path = `${Q}?type=workspaces&page%5Bsize%5D=3&sort=-checks_passed`;
     const before = h.running.pool.tasksStarted;
     const res = await conditional(path, '"not-the-tag"');
     expect(res.status).to.equal(200);
