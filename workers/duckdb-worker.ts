@@ -1,9 +1,11 @@
-// One DuckDB instance per worker thread; one connection per task, closed when the task ends.
+// One DuckDB instance per worker thread; a kept connection per concurrent task, with its prepared
+// statements (slots.ts).
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
 import { openInstance } from '../src/duckdb/open-instance.js';
+import { Slot, Slots } from './slots.js';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import {
   MEMORY_REPORT_MS,
@@ -34,6 +36,8 @@ function database(): Promise<DuckDBInstance> {
   instance.catch(() => { instance = undefined; }); // a failed start is retried by the next task
   return instance;
 }
+
+const slots = new Slots();
 
 interface Running {
   connection: DuckDBConnection;
@@ -96,7 +100,9 @@ async function attach(db: DuckDBInstance, target: NonNullable<Task['attach']>): 
 async function detachStale(db: DuckDBInstance): Promise<void> {
   const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, 2).map(([alias]) => alias);
   for (const [alias, entry] of attached) {
-    if (newest.includes(alias) || entry.running > 0) continue;
+    // Prepared statements must never outlive the database they read: a running task's are dropped when it
+    // ends, and the snapshot is detached at a later attach.
+    if (newest.includes(alias) || entry.running > 0 || !slots.releasable(alias)) continue;
     attached.delete(alias);
     const setup = await db.connect();
     try {
@@ -110,7 +116,7 @@ async function detachStale(db: DuckDBInstance): Promise<void> {
   }
 }
 
-async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
+async function run<T>(task: Task, body: (slot: Slot, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
   const cancelled = early.get(task.id);
   if (cancelled) {
     early.delete(task.id);
@@ -126,22 +132,24 @@ async function run<T>(task: Task, body: (connection: DuckDBConnection, state: Ru
       return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
     }
   }
-  const connection = await db.connect();
+  const slot = await slots.take(db);
   // Counted only once the task holds a connection, so that a failed connect cannot pin the snapshot.
   if (snapshot) snapshot.running++;
-  const state: Running = { connection };
+  const state: Running = { connection: slot.connection };
   running.set(task.id, state);
   const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
+  let failed = false;
   try {
-    return await body(connection, state);
+    return await body(slot, state);
   } catch (e) {
+    failed = true;
     if (state.reason) return { ok: false, code: state.reason, message: (e as Error).message };
     return { ok: false, code: 'error', message: (e as Error).message };
   } finally {
     clearTimeout(timer);
     if (state.repeat) clearInterval(state.repeat);
     running.delete(task.id);
-    connection.closeSync();
+    slots.give(slot, !failed && !state.reason);
     if (snapshot) snapshot.running--;
   }
 }
@@ -170,9 +178,6 @@ function checkNotStopped(state: Running): void {
   if (state.reason) throw new Error(`stopped: ${state.reason}`);
 }
 
-async function readAll(connection: DuckDBConnection, statement: Statement) {
-  return connection.runAndReadAll(statement.sql, statement.params as DuckDBValue[]);
-}
 
 function jsonValue(v: unknown): string {
   switch (typeof v) {
@@ -185,30 +190,35 @@ function jsonValue(v: unknown): string {
 }
 
 async function page(task: PageTask): Promise<PageResult> {
-  return run(task, async (connection, state) => {
-    const total = task.knownTotal ?? Number((await readAll(connection, task.count)).getRows()[0]![0] as bigint);
+  const alias = task.attach?.alias ?? '';
+  return run(task, async (slot, state) => {
+    const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, alias)).getRows()[0]![0] as bigint);
+    let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
     let json = '[';
     let rows = 0;
-    if (task.offset < total) {
+    if (total === undefined || task.offset < total) {
       checkNotStopped(state);
-      const result = await readAll(connection, task.page);
+      const result = await slot.readAll(task.page.sql, task.page.params, alias);
       // Serialized here, not in the main thread: structured-cloning row objects costs as much as the query.
       const prefix = `,"type":${JSON.stringify(task.rowType)},"attributes":{`;
       const keys = task.attributes.map((a, i) => `${i === 0 ? '' : ','}${JSON.stringify(a)}:`);
-      for (const row of result.getRows()) {
+      const all = result.getRows();
+      for (const row of all) {
         let out = `${rows === 0 ? '' : ','}{"id":${jsonValue(row[0])}${prefix}`;
         for (let i = 0; i < keys.length; i++) out += keys[i] + jsonValue(row[i + 1]);
         json += out + '}}';
         rows++;
       }
+      // No rows (nothing matches, or a page past the end) carry no total: only then is it counted apart.
+      if (total === undefined) total = all.length > 0 ? Number(all[0]![keys.length + 1] as bigint) : await count();
     }
     // One byte array crosses to the main thread (a memcpy), not row objects (a deep structured clone).
-    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']'), memory: await memoryReport(connection) };
+    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']'), memory: await memoryReport(slot.connection) };
   });
 }
 
 async function exportCsv(task: ExportTask): Promise<ExportResult> {
-  return run(task, async (connection) => {
+  return run(task, async ({ connection }) => {
     const target = `'${task.fifo.replace(/'/g, "''")}'`;
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
     const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, FORCE_QUOTE *, USE_TMP_FILE false)`;

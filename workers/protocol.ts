@@ -31,6 +31,8 @@ export interface PageTask extends TaskBase {
   /** The total when it is known without counting (an unfiltered query: the manifest has it). */
   knownTotal?: number;
   page: Statement;
+  /** The page's last column is the count of every matching row (compile.ts). */
+  pageCountsTotal: boolean;
   offset: number;
   /** JSON:API row type and, per selected field, its JSON attribute name. */
   rowType: string;

@@ -12,6 +12,7 @@ export interface PageRun {
   count: Statement;
   knownTotal?: number;
   page: Statement;
+  pageCountsTotal: boolean;
   offset: number;
   rowType: string;
   attributes: string[];

@@ -10,8 +10,15 @@ export type SqlValue = BoundValue | bigint;
 export interface CompiledQuery {
   /** SELECT count(*) of the matching rows. */
   count: { sql: string; params: SqlValue[] };
-  /** The requested page: row id first, then the selected fields as JSON-ready values. */
+  /**
+   * The requested page: row id first, then the selected fields as JSON-ready values, then — when
+   * `pageCountsTotal` — the count of every matching row in each row, so that a page with rows needs no
+   * count statement of its own.
+   */
   page: { sql: string; params: SqlValue[] };
+  pageCountsTotal: boolean;
+  /** The total, when it is known without counting: an unfiltered query of an organization whose rows the snapshot records. */
+  knownTotal?: number;
   /** Every matching row, every value as a non-null VARCHAR ready for CSV (interface §6). */
   export: { sql: string; params: SqlValue[] };
 }
@@ -108,13 +115,18 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
   const select = `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
+  const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
+  // A small organization's matching rows are read whole anyway: counting them there is nearly free.
+  const pageCountsTotal = small && knownTotal === undefined;
   // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
   const pageSql = small
-    ? `WITH org_rows AS MATERIALIZED (SELECT *\n${from})\n${select}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
+    ? `WITH org_rows AS MATERIALIZED (SELECT *\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
     : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
     page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },
+    pageCountsTotal,
+    ...(knownTotal === undefined ? {} : { knownTotal }),
     export: { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
   };
 }

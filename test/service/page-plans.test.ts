@@ -59,14 +59,33 @@ describe('the two page plans', function () {
     expect(sql(undefined)).to.not.match(/org_rows/);
   });
 
+  it('count in the page only where the organization is read whole and the total is not already known', () => {
+    const plan = (qs: string, organizationRows?: number) => {
+      const { query } = parseQueryParameters('terraform', decodeQueryString(qs));
+      const { pageCountsTotal, knownTotal } = compileQuery(query, { relation: 'r', organization: 'o', organizationRows });
+      return { pageCountsTotal, knownTotal };
+    };
+    const filtered = 'type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true';
+    expect(plan('type=workspaces', 120)).to.deep.equal({ pageCountsTotal: false, knownTotal: 120 });
+    expect(plan(filtered, 120)).to.deep.equal({ pageCountsTotal: true, knownTotal: undefined });
+    expect(plan(filtered, SMALL_ORGANIZATION_ROWS + 1)).to.deep.equal({ pageCountsTotal: false, knownTotal: undefined });
+    expect(plan('type=workspaces', undefined)).to.deep.equal({ pageCountsTotal: false, knownTotal: undefined });
+  });
+
   for (const qs of QUERIES) {
     it(`return the same rows: ${decodeURIComponent(qs)}`, async () => {
       const { query } = parseQueryParameters('terraform', decodeQueryString(qs));
       let nonEmpty = 0;
       for (const organization of organizations) {
+        const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
         const run = async (organizationRows?: number) => {
-          const { page } = compileQuery(query, { relation: `snapshot."${query.view.name}"`, organization, organizationRows });
-          return (await c.runAndReadAll(page.sql, page.params as DuckDBValue[])).getRows();
+          const compiled = compileQuery(query, { relation: `snapshot."${query.view.name}"`, organization, organizationRows });
+          const rows = await read(compiled.page.sql, compiled.page.params);
+          if (!compiled.pageCountsTotal) return rows;
+          // The small plan of a filtered query carries the total in each row: it must be the count's.
+          const total = (await read(compiled.count.sql, compiled.count.params))[0]![0];
+          for (const row of rows) expect(row[row.length - 1], 'the total a page carries').to.equal(total);
+          return rows.map((row) => row.slice(0, -1));
         };
         const whole = await run(1);
         const fetched = await run(undefined);
