@@ -5,6 +5,7 @@
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
 import { openInstance } from '../src/duckdb/open-instance.js';
+import { pageJson } from './page-json.js';
 import { Slot, Slots } from './slots.js';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import {
@@ -179,41 +180,24 @@ function checkNotStopped(state: Running): void {
 }
 
 
-function jsonValue(v: unknown): string {
-  switch (typeof v) {
-    case 'string': return JSON.stringify(v);
-    case 'bigint': return v.toString();
-    case 'boolean': return v ? 'true' : 'false';
-    case 'number': return Number.isFinite(v) ? String(v) : 'null';
-    default: return 'null';
-  }
-}
-
 async function page(task: PageTask): Promise<PageResult> {
   const alias = task.attach?.alias ?? '';
   return run(task, async (slot, state) => {
     const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, alias)).getRows()[0]![0] as bigint);
     let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
-    let json = '[';
+    let json = '[]';
     let rows = 0;
     if (total === undefined || task.offset < total) {
       checkNotStopped(state);
-      const result = await slot.readAll(task.page.sql, task.page.params, alias);
+      const all = (await slot.readAll(task.page.sql, task.page.params, alias)).getRows();
       // Serialized here, not in the main thread: structured-cloning row objects costs as much as the query.
-      const prefix = `,"type":${JSON.stringify(task.rowType)},"attributes":{`;
-      const keys = task.attributes.map((a, i) => `${i === 0 ? '' : ','}${JSON.stringify(a)}:`);
-      const all = result.getRows();
-      for (const row of all) {
-        let out = `${rows === 0 ? '' : ','}{"id":${jsonValue(row[0])}${prefix}`;
-        for (let i = 0; i < keys.length; i++) out += keys[i] + jsonValue(row[i + 1]);
-        json += out + '}}';
-        rows++;
-      }
+      json = pageJson(all, task);
+      rows = all.length;
       // No rows (nothing matches, or a page past the end) carry no total: only then is it counted apart.
-      if (total === undefined) total = all.length > 0 ? Number(all[0]![keys.length + 1] as bigint) : await count();
+      if (total === undefined) total = all.length > 0 ? Number(all[0]![all[0]!.length - 1] as bigint) : await count();
     }
     // One byte array crosses to the main thread (a memcpy), not row objects (a deep structured clone).
-    return { ok: true, total, rows, body: new TextEncoder().encode(json + ']'), memory: await memoryReport(slot.connection) };
+    return { ok: true, total, rows, body: new TextEncoder().encode(json), memory: await memoryReport(slot.connection) };
   });
 }
 

@@ -33,6 +33,8 @@ export interface PageTask extends TaskBase {
   page: Statement;
   /** The page's last column is the count of every matching row (compile.ts). */
   pageCountsTotal: boolean;
+  /** The page reads each row's JSON array of values: the selected fields' positions in it (compile.ts). */
+  valueIndexes?: number[];
   offset: number;
   /** JSON:API row type and, per selected field, its JSON attribute name. */
   rowType: string;

@@ -14,7 +14,7 @@ const kebab = (name: string) => name.replace(/_/g, '-');
 
 function resolveView(decl: ViewDecl, engine: string): View {
   const fields: Field[] = decl.fields
-    .map((f) => {
+    .map((f, index) => {
       const name = f.name.replace('{engine}', engine);
       return {
         name,
@@ -23,6 +23,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
         type: f.type,
         version: f.version === true,
         description: f.description.replace('{engine}', engine),
+        index,
       };
     })
     // interface §2: default order is alphabetical by the API name, which the engine name can change.
@@ -62,3 +63,10 @@ export const versionKeyColumn = (column: string) => `${column}__vk`;
  * (interface §4: ASCII A–Z to a–z only). Precomputed at load: translate() costs microseconds per row.
  */
 export const foldedColumn = (column: string) => `${column}__f`;
+
+/**
+ * The column holding each row's field values as one JSON array, in declaration order, computed at load:
+ * a page reads it and the few columns its filters and sort need instead of every field's column (DuckDB
+ * decodes a whole vector of each column it touches, so a wide page cost as much for 20 rows as for 2,000).
+ */
+export const ROW_JSON_COLUMN = '_json';

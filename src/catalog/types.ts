@@ -40,6 +40,8 @@ export interface Field {
   type: FieldType;
   version: boolean;
   description: string;
+  /** Position in the view's declaration: the field's place in a row's precomputed JSON values (`_json`). */
+  index: number;
 }
 
 export interface View {

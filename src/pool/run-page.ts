@@ -13,6 +13,7 @@ export interface PageRun {
   knownTotal?: number;
   page: Statement;
   pageCountsTotal: boolean;
+  valueIndexes?: number[];
   offset: number;
   rowType: string;
   attributes: string[];

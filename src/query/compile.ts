@@ -1,6 +1,6 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { foldedColumn, versionKeyColumn } from '../catalog/catalog.js';
+import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field } from '../catalog/types.js';
 import type { BoundValue, Condition, Query, SortKey } from './query.js';
@@ -17,6 +17,11 @@ export interface CompiledQuery {
    */
   page: { sql: string; params: SqlValue[] };
   pageCountsTotal: boolean;
+  /**
+   * Set when the page reads the row JSON: the page's second column is each row's JSON array of values,
+   * and these are the positions in it of the selected fields, in order. Unset: one column per field.
+   */
+  valueIndexes?: number[];
   /** The total, when it is known without counting: an unfiltered query of an organization whose rows the snapshot records. */
   knownTotal?: number;
   /** Every matching row, every value as a non-null VARCHAR ready for CSV (interface §6). */
@@ -29,6 +34,8 @@ export interface CompileTarget {
   organization: string;
   /** The organization's rows in this view, when the snapshot knows them: chooses the page's plan. */
   organizationRows?: number;
+  /** The relation has each row's values as one JSON array (`_json`): pages read it instead of every column. */
+  rowJson?: boolean;
 }
 
 /**
@@ -92,10 +99,11 @@ function orderTerms({ field, descending }: SortKey): string[] {
   return [`${c0} ${dir} NULLS LAST`];
 }
 
-function jsonValue(f: Field): string {
-  // Datetimes leave DuckDB already in the JSON form of interface §6; everything else is typed.
-  return f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : col(f);
+/** A field's value as a page returns it: datetimes already in the JSON form of interface §6, the rest typed. */
+export function jsonValueSql(f: Field, column = col(f)): string {
+  return f.type === 'datetime' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : column;
 }
+const jsonValue = (f: Field) => jsonValueSql(f);
 
 /**
  * The CSV text of a field. Its output name must not be a column name: ORDER BY binds a name to the
@@ -107,25 +115,38 @@ function csvValue(f: Field, i: number): string {
   return `coalesce(${text}, '') AS ${ident(`_csv${i}`)}`;
 }
 
+/** What a row-JSON page reads of each row: its id, its JSON, and the columns its filters and sort test. */
+function readColumns(query: Query): string[] {
+  const columns = new Set(['"_id"', ident(ROW_JSON_COLUMN)]);
+  for (const field of [...query.conditions.map((c) => c.field), ...query.sort.map((k) => k.field)]) {
+    columns.add(col(field));
+    if (field.type === 'string') columns.add(folded(field));
+    if (field.version) columns.add(ident(versionKeyColumn(field.column)));
+  }
+  return [...columns];
+}
+
 export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {
   const params: SqlValue[] = [target.organization];
   const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
   const from = `FROM ${target.relation}\nWHERE ${where}`;
   const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
-  const select = `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
+  const rowJson = target.rowJson === true;
+  const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A small organization's matching rows are read whole anyway: counting them there is nearly free.
   const pageCountsTotal = small && knownTotal === undefined;
   // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
   const pageSql = small
-    ? `WITH org_rows AS MATERIALIZED (SELECT *\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
+    ? `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
     : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
     page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },
     pageCountsTotal,
+    ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),
     ...(knownTotal === undefined ? {} : { knownTotal }),
     export: { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
   };

@@ -22,6 +22,8 @@ export interface Snapshot {
   manifest: Manifest;
   access: AccessData;
   organizations: ReadonlySet<string>;
+  /** Pages may read the row JSON (compile.ts): the snapshot's DuckDB file has it. */
+  rowJson: boolean;
   /** SQL relation of a view's rows; the path is ours, never a client's. */
   relation(view: string): string;
   /** Rows of `organization` in `view`, when the manifest records them (snapshots from before it did not). */
@@ -88,6 +90,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     manifest,
     access,
     organizations: new Set(access.organizations),
+    rowJson: attachment !== null && manifest.rowJson === true,
     rowsOf(view, organization) {
       const rows = manifest.organizationRows?.[view];
       return rows ? (rows[organization] ?? 0) : undefined;

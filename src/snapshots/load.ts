@@ -60,6 +60,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       database: DATABASE_FILE,
       rows,
       organizationRows,
+      rowJson: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;

@@ -23,6 +23,8 @@ export interface Manifest {
   rows: Record<string, number>;
   /** View → organization → rows: the total of an unfiltered page, so that it needs no count query. */
   organizationRows?: Record<string, Record<string, number>>;
+  /** The DuckDB file's view tables hold each row's values as one JSON array (`_json`); absent in older snapshots. */
+  rowJson?: boolean;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
 }

@@ -3,7 +3,8 @@
 // beside each version field. Sorted by organization so that a
 // query reads only its organization's row groups.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, foldedColumn, versionKeyColumn } from '../catalog/catalog.js';
+import { catalogFor, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { jsonValueSql } from '../query/compile.js';
 import { sqlLiteral } from './staging.js';
 
 export const ROW_GROUP_SIZE = 16384;
@@ -20,8 +21,11 @@ export function viewStatements(): { view: string; file: string; select: string }
     const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
     const folds = view.fields.filter((f) => f.type === 'string')
       .map((f) => `translate(t."${f.column}", '${UPPER}', '${UPPER.toLowerCase()}') AS "${foldedColumn(f.column)}"`);
+    // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
+    const byIndex = [...view.fields].sort((a, b) => a.index - b.index);
+    const json = `json_array(${byIndex.map((f) => jsonValueSql(f, `t."${f.column}"`)).join(', ')})::VARCHAR AS "${ROW_JSON_COLUMN}"`;
     const select = `
-      SELECT t.*${[...keys, ...folds].map((k) => `, ${k}`).join('')}
+      SELECT t.*${[...keys, ...folds, json].map((k) => `, ${k}`).join('')}
       FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
       ${joins.join('\n      ')}
       ORDER BY t._org, t._id`;
@@ -31,5 +35,6 @@ export function viewStatements(): { view: string; file: string; select: string }
 
 /** Writes `table` (already in organization order) to `path` as the view's Parquet file. */
 export function parquetCopy(table: string, path: string): string {
-  return `COPY (SELECT * FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
+  // The row JSON is the DuckDB file's page layout, not data: the portable Parquet form leaves it out.
+  return `COPY (SELECT * EXCLUDE ("${ROW_JSON_COLUMN}") FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
 }

@@ -1,6 +1,7 @@
-// The compiler has two plans for a page: read a small organization's rows whole, or let DuckDB fetch the
-// page's rows by row id. Both must return exactly the same rows for every query; this runs both on a real
-// snapshot (a generated sample with organizations of many sizes) and compares.
+// The compiler has two plans for a page (read a small organization's rows whole, or let DuckDB fetch the
+// page's rows by row id) over two layouts (a column per field, or each row's values as one JSON array).
+// Every combination must give exactly the same JSON for every query; this runs them all on a real snapshot
+// (a generated sample with organizations of many sizes, quoting, non-ASCII and nulls) and compares.
 import { type DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 import { openInstance } from '../../src/duckdb/open-instance.js';
+import { pageJson } from '../../workers/page-json.js';
 
 const QUERIES = [
   'type=workspaces',
@@ -25,6 +27,9 @@ const QUERIES = [
   'type=providers&sort=-workspace_count&page%5Bsize%5D=5&page%5Bnumber%5D=2',
   'type=modules&sort=name,-version',
   'type=tf_versions&sort=-version',
+  'type=workspaces&fields=tags,current_run_applied_at,checks_failed,drifted,workspace_terraform_version,modules&filter%5B0%5D%5Btags%5D%5Bis_not_empty%5D%5B0%5D=',
+  'type=workspaces&page%5Bsize%5D=100&sort=-current_run_applied_at',
+  'type=modules&page%5Bsize%5D=100&filter%5B0%5D%5Bversion%5D%5Bis_empty%5D%5B0%5D=',
 ];
 
 describe('the two page plans', function () {
@@ -78,19 +83,24 @@ describe('the two page plans', function () {
       let nonEmpty = 0;
       for (const organization of organizations) {
         const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
-        const run = async (organizationRows?: number) => {
-          const compiled = compileQuery(query, { relation: `snapshot."${query.view.name}"`, organization, organizationRows });
-          const rows = await read(compiled.page.sql, compiled.page.params);
-          if (!compiled.pageCountsTotal) return rows;
-          // The small plan of a filtered query carries the total in each row: it must be the count's.
-          const total = (await read(compiled.count.sql, compiled.count.params))[0]![0];
-          for (const row of rows) expect(row[row.length - 1], 'the total a page carries').to.equal(total);
-          return rows.map((row) => row.slice(0, -1));
+        /** The page's JSON:API data as the worker builds it, from either layout and either plan. */
+        const run = async (organizationRows: number | undefined, rowJson: boolean) => {
+          const compiled = compileQuery(query, { relation: `snapshot."${query.view.name}"`, organization, organizationRows, rowJson });
+          expect(compiled.valueIndexes !== undefined).to.equal(rowJson);
+          let rows = await read(compiled.page.sql, compiled.page.params);
+          if (compiled.pageCountsTotal) {
+            // The small plan of a filtered query carries the total in each row: it must be the count's.
+            const total = (await read(compiled.count.sql, compiled.count.params))[0]![0];
+            for (const row of rows) expect(row[row.length - 1], 'the total a page carries').to.equal(total);
+            rows = rows.map((row) => row.slice(0, -1));
+          }
+          return { rows: rows.length, json: pageJson(rows, { rowType: query.view.rowType, attributes: query.fields.map((f) => f.attribute), valueIndexes: compiled.valueIndexes }) };
         };
-        const whole = await run(1);
-        const fetched = await run(undefined);
-        expect(whole, organization).to.deep.equal(fetched);
-        if (whole.length > 0) nonEmpty++;
+        const columns = await run(undefined, false);
+        for (const [organizationRows, rowJson] of [[1, false], [1, true], [undefined, true]] as const) {
+          expect(await run(organizationRows, rowJson), `${organization}, ${organizationRows ? 'whole' : 'fetched'}, ${rowJson ? 'row JSON' : 'columns'}`).to.deep.equal(columns);
+        }
+        if (columns.rows > 0) nonEmpty++;
       }
       expect(nonEmpty).to.be.above(0);
     });

@@ -34,7 +34,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const snapshot = ctx.state.lease!.snapshot;
   const organization = ctx.state.organization!;
   const organizationRows = snapshot.rowsOf(query.view.name, organization);
-  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, organizationRows });
+  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, organizationRows, rowJson: snapshot.rowJson });
   const base = baseUrl(ctx, deps.config.publicUrl);
   const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
   ctx.set('Cache-Control', REVALIDATE);
@@ -56,6 +56,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     knownTotal: compiled.knownTotal,
     page: compiled.page,
     pageCountsTotal: compiled.pageCountsTotal,
+    valueIndexes: compiled.valueIndexes,
     offset: (query.page.number - 1) * query.page.size,
     rowType: query.view.rowType,
     attributes: query.fields.map((f) => f.attribute),
