@@ -205,7 +205,9 @@ async function exportCsv(task: ExportTask): Promise<ExportResult> {
   return run(task, async ({ connection }) => {
     const target = `'${task.fifo.replace(/'/g, "''")}'`;
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
-    const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, FORCE_QUOTE *, USE_TMP_FILE false)`;
+    // Stored lines are quoted already: QUOTE '' and ESCAPE '' write each as it is, with its line feed.
+    const format = task.lines ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *';
+    const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, ${format}, USE_TMP_FILE false)`;
     const result = await connection.run(copy, task.query.params as DuckDBValue[]);
     return { ok: true as const, rows: Number(result.rowsChanged), memory: await memoryReport(connection) };
   });

@@ -44,6 +44,8 @@ export interface PageTask extends TaskBase {
 export interface ExportTask extends TaskBase {
   kind: 'export';
   query: Statement;
+  /** The query's one column is a stored CSV line, quoted already: written as it is. */
+  lines: boolean;
   /** A FIFO whose read end the main thread has already opened. */
   fifo: string;
 }

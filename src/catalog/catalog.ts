@@ -70,3 +70,6 @@ export const foldedColumn = (column: string) => `${column}__f`;
  * decodes a whole vector of each column it touches, so a wide page cost as much for 20 rows as for 2,000).
  */
 export const ROW_JSON_COLUMN = '_json';
+
+/** The column holding each row's CSV line of every field in default order (compile.ts csvLineSql). */
+export const CSV_LINE_COLUMN = '_csv';

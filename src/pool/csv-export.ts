@@ -34,6 +34,8 @@ export interface ExportRequest {
   organization: string;
   attach: { alias: string; path: string } | null;
   query: Statement;
+  /** The query reads stored, already quoted lines (compile.ts exportLines). */
+  lines: boolean;
   deadline: number;
   /** The header line, without its line feed. */
   header: string;
@@ -58,7 +60,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     let stopped: { code: FailureCode; message: string } | undefined;
     let settled = false;
 
-    const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, fifo });
+    const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, lines: r.lines, fifo });
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
     const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
     r.res.once('close', onClientGone);

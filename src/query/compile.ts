@@ -1,8 +1,8 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
-import type { Field } from '../catalog/types.js';
+import type { Field, View } from '../catalog/types.js';
 import type { BoundValue, Condition, Query, SortKey } from './query.js';
 
 export type SqlValue = BoundValue | bigint;
@@ -26,6 +26,8 @@ export interface CompiledQuery {
   knownTotal?: number;
   /** Every matching row, every value as a non-null VARCHAR ready for CSV (interface §6). */
   export: { sql: string; params: SqlValue[] };
+  /** The export reads stored lines (one VARCHAR column, already quoted), in stored order: write them as they are. */
+  exportLines: boolean;
 }
 
 /** Where the view's rows are: a relation expression chosen by the snapshot registry, never by a client. */
@@ -36,6 +38,11 @@ export interface CompileTarget {
   organizationRows?: number;
   /** The relation has each row's values as one JSON array (`_json`): pages read it instead of every column. */
   rowJson?: boolean;
+  /**
+   * The relation stores each row's CSV line (`_csv`) of these fields (Field.index, in line order), with
+   * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
+   */
+  csvLines?: readonly number[];
 }
 
 /**
@@ -82,7 +89,7 @@ function condition(c: Condition, params: SqlValue[]): string {
 }
 
 /** ORDER BY terms for one key (interface §5). Nulls are last in both directions. */
-function orderTerms({ field, descending }: SortKey): string[] {
+export function orderTerms({ field, descending }: SortKey): string[] {
   const dir = descending ? 'DESC' : 'ASC';
   const c0 = col(field);
   if (field.version) {
@@ -111,8 +118,28 @@ const jsonValue = (f: Field) => jsonValueSql(f);
  * "2") instead of the value. The header is written apart, from the catalog, so the name is free.
  */
 function csvValue(f: Field, i: number): string {
-  const text = f.type === 'datetime' ? `strftime(${col(f)}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${col(f)} AS VARCHAR)`;
-  return `coalesce(${text}, '') AS ${ident(`_csv${i}`)}`;
+  return `${csvText(f)} AS ${ident(`_csv${i}`)}`;
+}
+
+/** A field's CSV text before quoting (interface §6): datetimes in whole seconds, null as ''. */
+function csvText(f: Field, column = col(f)): string {
+  const text = f.type === 'datetime' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${column} AS VARCHAR)`;
+  return `coalesce(${text}, '')`;
+}
+
+/**
+ * A row's whole CSV line, every value quoted as COPY's FORCE_QUOTE quotes it (`"` doubled), without the
+ * line end: the loader stores it (`_csv`) so that an export in the default order of every field is a read
+ * of stored lines, not a sort and a formatting of each value.
+ */
+export function csvLineSql(fields: Field[], column: (f: Field) => string): string {
+  return fields.map((f) => `'"' || replace(${csvText(f, column(f))}, '"', '""') || '"'`).join(` || ',' || `);
+}
+
+/** The row order of a view's default sort, which the loader also stores the rows in (after `_org`). */
+export function defaultOrder(view: View): string[] {
+  const keys: SortKey[] = view.defaultSort.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
+  return [...keys.flatMap(orderTerms), '"_id" ASC'];
 }
 
 /** What a row-JSON page reads of each row: its id, its JSON, and the columns its filters and sort test. */
@@ -133,6 +160,9 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
   const rowJson = target.rowJson === true;
+  const sameList = (a: readonly (string | number)[], b: readonly (string | number)[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines)
+    && sameList(query.sort.map((k) => `${k.descending ? '-' : ''}${k.field.name}`), query.view.defaultSort);
   const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
@@ -148,6 +178,11 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
     pageCountsTotal,
     ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),
     ...(knownTotal === undefined ? {} : { knownTotal }),
-    export: { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
+    export: exportLines
+      // No ORDER BY: the rows are stored in this order, and DuckDB keeps the order of a plain scan
+      // (preserve_insertion_order), so the first line leaves before the last row is read.
+      ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${from}`, params: [...params] }
+      : { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
+    exportLines,
   };
 }

@@ -24,6 +24,8 @@ export interface Snapshot {
   organizations: ReadonlySet<string>;
   /** Pages may read the row JSON (compile.ts): the snapshot's DuckDB file has it. */
   rowJson: boolean;
+  /** The fields of a view's stored CSV lines, when the snapshot's DuckDB file has them (compile.ts). */
+  csvLines(view: string): readonly number[] | undefined;
   /** SQL relation of a view's rows; the path is ours, never a client's. */
   relation(view: string): string;
   /** Rows of `organization` in `view`, when the manifest records them (snapshots from before it did not). */
@@ -91,6 +93,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     access,
     organizations: new Set(access.organizations),
     rowJson: attachment !== null && manifest.rowJson === true,
+    csvLines: (view) => (attachment ? manifest.csvLines?.[view] : undefined),
     rowsOf(view, organization) {
       const rows = manifest.organizationRows?.[view];
       return rows ? (rows[organization] ?? 0) : undefined;

@@ -61,6 +61,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       rows,
       organizationRows,
       rowJson: true,
+      csvLines: Object.fromEntries(viewStatements().map((v) => [v.view, v.csvLines])),
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;

@@ -25,6 +25,8 @@ export interface Manifest {
   organizationRows?: Record<string, Record<string, number>>;
   /** The DuckDB file's view tables hold each row's values as one JSON array (`_json`); absent in older snapshots. */
   rowJson?: boolean;
+  /** View → the fields (Field.index, in order) of each row's stored CSV line (`_csv`); absent in older snapshots. */
+  csvLines?: Record<string, number[]>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
 }

@@ -3,14 +3,14 @@
 // beside each version field. Sorted by organization so that a
 // query reads only its organization's row groups.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
-import { jsonValueSql } from '../query/compile.js';
+import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { csvLineSql, defaultOrder, jsonValueSql } from '../query/compile.js';
 import { sqlLiteral } from './staging.js';
 
 export const ROW_GROUP_SIZE = 16384;
 
 /** Per view: its Parquet file name and the SELECT that builds its rows, sorted by organization. */
-export function viewStatements(): { view: string; file: string; select: string }[] {
+export function viewStatements(): { view: string; file: string; select: string; csvLines: number[] }[] {
   const catalog = catalogFor('terraform');
   return VIEW_DECLS.map((decl) => {
     const view = catalog.view(decl.name)!;
@@ -24,17 +24,22 @@ export function viewStatements(): { view: string; file: string; select: string }
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
     const byIndex = [...view.fields].sort((a, b) => a.index - b.index);
     const json = `json_array(${byIndex.map((f) => jsonValueSql(f, `t."${f.column}"`)).join(', ')})::VARCHAR AS "${ROW_JSON_COLUMN}"`;
+    // Every field in default order (alphabetical for the default engine); the manifest records which.
+    const csv = `${csvLineSql(view.fields, (f) => `t."${f.column}"`)} AS "${CSV_LINE_COLUMN}"`;
+    // Within an organization, rows are stored in the view's default order, which a default export reads.
     const select = `
-      SELECT t.*${[...keys, ...folds, json].map((k) => `, ${k}`).join('')}
-      FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
-      ${joins.join('\n      ')}
-      ORDER BY t._org, t._id`;
-    return { view: decl.name, file: view.file, select };
+      SELECT * FROM (
+        SELECT t.*${[...keys, ...folds, json, csv].map((k) => `, ${k}`).join('')}
+        FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
+        ${joins.join('\n        ')}
+      )
+      ORDER BY "_org", ${defaultOrder(view).join(', ')}`;
+    return { view: decl.name, file: view.file, select, csvLines: view.fields.map((f) => f.index) };
   });
 }
 
 /** Writes `table` (already in organization order) to `path` as the view's Parquet file. */
 export function parquetCopy(table: string, path: string): string {
-  // The row JSON is the DuckDB file's page layout, not data: the portable Parquet form leaves it out.
-  return `COPY (SELECT * EXCLUDE ("${ROW_JSON_COLUMN}") FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
+  // The row JSON and CSV lines are the DuckDB file's serving layout, not data: the portable Parquet form leaves them out.
+  return `COPY (SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
 }

@@ -43,7 +43,7 @@ describe('a client gone before its query started', function () {
     const end = await afterClientLeft<ExportEnd>((res) => streamExport({
       pool, organization: 'acme', attach: null, deadline: Date.now() + 20_000, header: 'n',
       // Tens of MB of CSV: with nobody reading, only a cancel ends it before the deadline.
-      query: { sql: 'SELECT range AS n FROM range(50000000)', params: [] },
+      query: { sql: 'SELECT range AS n FROM range(50000000)', params: [] }, lines: false,
       headers: { 'Content-Type': 'text/csv' }, res,
     }));
     expect(Date.now() - started).to.be.below(5000);

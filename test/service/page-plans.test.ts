@@ -4,7 +4,7 @@
 // (a generated sample with organizations of many sizes, quoting, non-ASCII and nulls) and compares.
 import { type DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileQuery, SMALL_ORGANIZATION_ROWS } from '../../src/query/compile.js';
@@ -105,4 +105,55 @@ describe('the two page plans', function () {
       expect(nonEmpty).to.be.above(0);
     });
   }
+
+  describe('exports: stored lines in stored order give the bytes of formatted values sorted', () => {
+    const EXPORTS = [
+      'type=workspaces',
+      'type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true',
+      'type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=a&filter%5B1%5D%5Btags%5D%5Bis_not_empty%5D%5B0%5D=',
+      'type=providers',
+      'type=modules&filter%5B0%5D%5Bversion%5D%5Bis_empty%5D%5B0%5D=',
+      'type=tf_versions',
+    ];
+    const csvLines = (view: string) => JSON.parse(readFileSync(join(snapshotPath(dir, currentId), 'manifest.json'), 'utf8')).csvLines[view] as number[];
+    let currentId: string;
+    before(async () => { currentId = (await readCurrentId(dir))!; });
+
+    const copy = async (sql: string, params: unknown[], lines: boolean) => {
+      const file = join(dir, `export-${lines ? 'lines' : 'values'}.csv`);
+      const format = lines ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *';
+      await c.run(`COPY (${sql}) TO '${file}' (FORMAT csv, HEADER false, ${format})`, params as DuckDBValue[]);
+      return readFileSync(file, 'utf8');
+    };
+
+    for (const qs of EXPORTS) {
+      it(decodeURIComponent(qs), async () => {
+        const { query } = parseQueryParameters('terraform', decodeQueryString(qs));
+        let nonEmpty = 0;
+        for (const organization of organizations) {
+          const target = { relation: `snapshot."${query.view.name}"`, organization };
+          const values = compileQuery(query, target);
+          const lines = compileQuery(query, { ...target, csvLines: csvLines(query.view.name) });
+          expect(values.exportLines).to.equal(false);
+          expect(lines.exportLines).to.equal(true);
+          const expected = await copy(values.export.sql, values.export.params, false);
+          expect(await copy(lines.export.sql, lines.export.params, true), organization).to.equal(expected);
+          if (expected.length > 0) nonEmpty++;
+        }
+        expect(nonEmpty).to.be.above(0);
+      });
+    }
+
+    it('are used only for every field in stored order and the default sort', () => {
+      const uses = (qs: string) => {
+        const { query } = parseQueryParameters('terraform', decodeQueryString(qs));
+        return compileQuery(query, { relation: 'r', organization: 'o', csvLines: csvLines(query.view.name) }).exportLines;
+      };
+      expect(uses('type=workspaces&sort=workspace_name')).to.equal(true);
+      expect(uses('type=workspaces&sort=-workspace_name')).to.equal(false);
+      expect(uses('type=workspaces&fields=workspace_name')).to.equal(false);
+      expect(uses('type=providers&sort=name')).to.equal(false);
+      expect(uses('type=providers&sort=name,-version')).to.equal(true);
+    });
+  });
 });

@@ -83,7 +83,7 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}
 export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
   const organization = ctx.state.organization!;
   const snapshot = ctx.state.lease!.snapshot;
-  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization });
+  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, csvLines: snapshot.csvLines(query.view.name) });
   const header = query.fields.map((f) => f.name).join(',');
   const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
   ctx.set('Cache-Control', REVALIDATE);
@@ -96,6 +96,7 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
     organization,
     attach: snapshot.attachment,
     query: compiled.export,
+    lines: compiled.exportLines,
     deadline: Date.now() + deps.config.queryTimeoutMs,
     header,
     headers: {
