@@ -29,6 +29,9 @@ function database(): Promise<DuckDBInstance> {
     try {
       // Snapshots are immutable, so caching Parquet footers across queries is always right.
       await setup.run('SET GLOBAL parquet_metadata_cache = true');
+      // DuckDB's default, stated because exports of stored lines rely on it: a plain scan returns rows in
+      // stored order (compile.ts).
+      await setup.run('SET GLOBAL preserve_insertion_order = true');
     } finally {
       setup.closeSync();
     }
