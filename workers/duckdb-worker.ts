@@ -4,14 +4,14 @@
 // message from the main thread): terminating a worker mid-query takes the whole process down.
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
+import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { openInstance } from '../src/duckdb/open-instance.js';
 import { pageJson } from './page-json.js';
 import { Slot, Slots } from './slots.js';
-import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import {
   MEMORY_REPORT_MS,
   type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport, type PageResult,
-  type PageTask, type Statement, type Task, type WorkerConfig,
+  type PageTask, type Task, type WorkerConfig,
 } from './protocol.js';
 
 const config = workerData as WorkerConfig;
