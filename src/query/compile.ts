@@ -3,7 +3,7 @@
 import { CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
-import type { BoundValue, Condition, Query, SortKey } from './query.js';
+import { sortKeys, type BoundValue, type Condition, type Query, type SortKey } from './query.js';
 
 export type SqlValue = BoundValue | bigint;
 
@@ -138,8 +138,7 @@ export function csvLineSql(fields: Field[], column: (f: Field) => string): strin
 
 /** The row order of a view's default sort, which the loader also stores the rows in (after `_org`). */
 export function defaultOrder(view: View): string[] {
-  const keys: SortKey[] = view.defaultSort.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
-  return [...keys.flatMap(orderTerms), '"_id" ASC'];
+  return [...sortKeys(view, view.defaultSort).flatMap(orderTerms), '"_id" ASC'];
 }
 
 /** What a row-JSON page reads of each row: its id, its JSON, and the columns its filters and sort test. */
@@ -160,9 +159,9 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
   const rowJson = target.rowJson === true;
-  const sameList = (a: readonly (string | number)[], b: readonly (string | number)[]) => a.length === b.length && a.every((x, i) => x === b[i]);
-  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines)
-    && sameList(query.sort.map((k) => `${k.descending ? '-' : ''}${k.field.name}`), query.view.defaultSort);
+  const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
+  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y)
+    && sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
   const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;

@@ -16,6 +16,10 @@ export interface SortKey {
   descending: boolean;
 }
 
+/** Sort keys from their API spelling (`name`, `-version`); the names must be fields of `view`. */
+export const sortKeys = (view: View, names: readonly string[]): SortKey[] =>
+  names.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
+
 export interface Query {
   view: View;
   /** Selected fields in output order (all fields, alphabetical, when the request names none). */

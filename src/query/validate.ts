@@ -7,7 +7,7 @@ import { allSchemas } from '../catalog/schemas.js';
 import type { Field, View } from '../catalog/types.js';
 import { ApiError } from '../errors.js';
 import { parseDatetime } from './values.js';
-import type { BoundValue, Condition, Query, QueryOrigin, SortKey } from './query.js';
+import { sortKeys, type BoundValue, type Condition, type Query, type QueryOrigin } from './query.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -133,8 +133,7 @@ export function validateQuery(engine: string, viewName: string, doc: QueryDocume
   if (groups.size > MAX_CONDITIONS) throw invalid(origin, '/filter', `At most ${MAX_CONDITIONS} filter conditions are allowed; got ${groups.size}.`, status);
 
   const fields: Field[] = doc.fields ? [...new Set(doc.fields)].map((n) => view.field(n)!) : view.fields;
-  const sortNames = doc.sort ?? view.defaultSort;
-  const sort: SortKey[] = sortNames.map((key) => ({ field: view.field(key.replace(/^-/, ''))!, descending: key.startsWith('-') }));
+  const sort = sortKeys(view, doc.sort ?? view.defaultSort);
 
   return { view, fields, sort, conditions: [...groups.values()], page: pageOf(doc.page, origin, status) };
 }
