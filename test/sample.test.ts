@@ -134,6 +134,31 @@ function validate(data: Record<SampleFile, Row[]>): string[] {
     });
   }
 
+  // Resources: the source rules, unique addresses per workspace, and the workspace's counts agree with its rows.
+  const perWorkspace = new Map<string, { count: number; billable: number; addresses: Set<string> }>();
+  data.workspace_resources.forEach((r, i) => {
+    const f = 'workspace_resources';
+    check(workspaces.has(r.workspace_id as string), f, i, 'workspace_id');
+    for (const k of ['address', 'name', 'type', 'provider']) check(isName(r[k]), f, i, k);
+    check(optString(r.module) && optString(r.engine_version), f, i, 'module / engine_version');
+    check(!present(r.billable) || typeof r.billable === 'boolean', f, i, 'billable');
+    check(!present(r.run_id) || (typeof r.run_id === 'string' && RUN_ID.test(r.run_id)), f, i, 'run_id');
+    check(TIMESTAMP.test(r.state_updated_at as string), f, i, 'state_updated_at');
+    const w = perWorkspace.get(r.workspace_id as string) ?? { count: 0, billable: 0, addresses: new Set<string>() };
+    perWorkspace.set(r.workspace_id as string, w);
+    check(!w.addresses.has(r.address as string), f, i, `duplicate address ${String(r.address)}`);
+    w.addresses.add(r.address as string);
+    w.count++;
+    if (r.billable === true) w.billable++;
+  });
+  data.workspaces.forEach((r, i) => {
+    const w = perWorkspace.get(r.id as string);
+    check(optCount(r.resource_count) && optCount(r.current_rum_count), 'workspaces', i, 'resource counts');
+    check((r.resource_count ?? 0) === (w?.count ?? 0), 'workspaces', i, `resource_count ${String(r.resource_count)} but ${w?.count ?? 0} rows`);
+    check((r.current_rum_count ?? 0) === (w?.billable ?? 0), 'workspaces', i, `current_rum_count ${String(r.current_rum_count)} but ${w?.billable ?? 0} billable rows`);
+    check(optString(r.source_module_id), 'workspaces', i, 'source_module_id');
+  });
+
   const teams = new Set<string>();
   data.teams.forEach((r, i) => {
     check(orgs.has(r.organization as string), 'teams', i, 'organization');
@@ -291,6 +316,25 @@ describe('sample snapshot source', function () {
     expect(data.teams.some((t) => t.name === 'developers' && !t.read_workspaces && !t.read_projects)).to.equal(true);
     expect(data.projects.filter((p) => p.organization === 'acme-corp').length).to.equal(11);
     expect(data.projects.filter((p) => p.name === 'Default Project').length).to.equal(50);
+  });
+
+  it('writes resources with a long tail, local execution, built-ins, modules and non-billable rows', () => {
+    const res = data.workspace_resources;
+    const perWs = new Map<string, number>();
+    for (const r of res) perWs.set(r.workspace_id as string, (perWs.get(r.workspace_id as string) ?? 0) + 1);
+    expect(res.length / data.workspaces.length).to.be.within(15, 30);
+    expect(Math.max(...perWs.values())).to.be.at.least(1000);
+    expect([...perWs.values()].filter((n) => n < 10).length).to.be.above(perWs.size / 4);
+    const frac = (p: (r: Row) => boolean) => res.filter(p).length / res.length;
+    expect(frac((r) => !present(r.run_id))).to.be.within(0.005, 0.2);
+    expect(frac((r) => r.billable !== true)).to.be.within(0.005, 0.3);
+    expect(frac((r) => present(r.module) && r.module !== '')).to.be.within(0.1, 0.6);
+    expect(res.some((r) => r.provider === 'terraform.io/builtin/terraform' && r.type === 'terraform_data')).to.equal(true);
+    expect(res.some((r) => r.module === '')).to.equal(true);
+    expect(res.some((r) => /\[\d+\]$/.test(r.address as string))).to.equal(true);
+    expect(data.workspace_providers.some((r) => r.curated === true)).to.equal(true);
+    expect(data.organizations.filter((o) => present(o.id)).length).to.be.within(30, 50);
+    expect(data.workspaces.some((w) => typeof w.source_module_id === 'string')).to.equal(true);
   });
 
   it('is deterministic for a seed and differs between seeds', async () => {

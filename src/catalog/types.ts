@@ -1,6 +1,6 @@
 export type FieldType = 'string' | 'number' | 'boolean' | 'datetime';
 
-export type ViewName = 'workspaces' | 'tf_versions' | 'providers' | 'modules';
+export type ViewName = 'workspaces' | 'tf_versions' | 'providers' | 'modules' | 'resources';
 
 /** A field as declared in views.ts: `{engine}` in a name stands for the configured engine name. */
 export interface FieldDecl {

@@ -133,7 +133,8 @@ function csvText(f: Field, column = col(f)): string {
  * of stored lines, not a sort and a formatting of each value.
  */
 export function csvLineSql(fields: Field[], column: (f: Field) => string): string {
-  return fields.map((f) => `'"' || replace(${csvText(f, column(f))}, '"', '""') || '"'`).join(` || ',' || `);
+  // One concat() call: a chain of || costs twice as much over tens of millions of rows.
+  return `concat('"', ${fields.map((f) => `replace(${csvText(f, column(f))}, '"', '""')`).join(`, '","', `)}, '"')`;
 }
 
 /** The row order of a view's default sort, which the loader also stores the rows in (after `_org`). */

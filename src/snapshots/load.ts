@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
 import { openInstance } from '../duckdb/open-instance.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
-import { DISTINCT_VERSIONS_SQL, stagingStatements } from './staging.js';
+import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
@@ -92,9 +92,8 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     progress('reading the source into DuckDB');
     for (const sql of stagingStatements(validation.files)) await db.run(sql);
     progress('computing version order keys');
-    const versions = (await db.runAndReadAll(DISTINCT_VERSIONS_SQL)).getRows().map((r) => r[0] as string);
     const appender = await db.createAppender('version_keys');
-    for (const v of versions) {
+    for (const v of validation.versions) {
       appender.appendVarchar(v);
       const key = versionKey(v);
       if (key === null) appender.appendNull(); else appender.appendVarchar(key);

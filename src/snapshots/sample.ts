@@ -2,7 +2,7 @@
 //
 // Writes a directory of plain NDJSON files that look like the inventory of a Terraform-Cloud-style
 // platform: long-tailed organization sizes, projects, workspaces with engine versions, VCS repos, tags,
-// runs, checks and drift, the providers and modules each workspace uses, and teams with members.
+// runs, checks and drift, the providers, modules and resources of each workspace, and teams with members.
 // Everything is drawn from a seeded PRNG (sfc32), so the same options always give byte-identical files.
 //
 // Built for volume: 1,000,000 workspaces (~5M provider rows, ~3M module rows) are written in one pass with
@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { resourceCount, writeResources, type UsedProvider } from './sample-resources.js';
 
 export interface SampleOptions {
   /** Number of organizations (clamped to `workspaces`). */
@@ -35,6 +36,7 @@ export const SAMPLE_FILES = [
   'workspaces',
   'workspace_providers',
   'workspace_modules',
+  'workspace_resources',
   'teams',
   'team_members',
 ] as const;
@@ -567,6 +569,8 @@ const MODULE_COMBOS = MODULE_SLOTS.map(slotCombos);
 /** Line tails (after the workspace id) of one organization, per slot and combination. */
 interface OrgRows {
   weights: Float64Array;
+  /** Per slot and combination: the name and source (the provider a resource names, the module it is declared in). */
+  used: UsedProvider[][];
   lines: string[][];
   /** The same rows without `registry_type` (public rows only; otherwise equal to `lines`). */
   linesNoType: string[][];
@@ -576,22 +580,29 @@ function orgRows(slots: Slot[], combos: SlotCombos[], o: OrgInfo): OrgRows {
   const weights = new Float64Array(slots.length);
   const lines: string[][] = [];
   const linesNoType: string[][] = [];
+  const used: UsedProvider[][] = [];
   slots.forEach((slot, s) => {
     weights[s] = slot.weight(o);
     const l: string[] = [];
     const n: string[] = [];
+    const u: UsedProvider[] = [];
+    // An organization with its own registry curates its private entries and a few public ones.
+    const curatedPublic = o.privateRegistry && (s + o.name.length) % 3 === 0;
     for (const { variant, version } of combos[s]!.combos) {
       const source = typeof variant.source === 'string' ? variant.source : variant.source(o);
+      const curated = variant.registryType === 'private' || (variant.registryType === 'public' && curatedPublic) ? ',"curated":true' : '';
       const head = `","name":${JSON.stringify(variant.name)},"source":${JSON.stringify(source)}` +
         (version === null ? '' : `,"version":${JSON.stringify(version)}`);
-      const typed = variant.registryType === null ? `${head}}\n` : `${head},"registry_type":"${variant.registryType}"}\n`;
+      const typed = variant.registryType === null ? `${head}}\n` : `${head},"registry_type":"${variant.registryType}"${curated}}\n`;
       l.push(typed);
       n.push(variant.registryType === 'public' ? `${head}}\n` : typed);
+      u.push({ name: variant.name, source });
     }
     lines.push(l);
     linesNoType.push(n);
+    used.push(u);
   });
-  return { weights, lines, linesNoType };
+  return { weights, used, lines, linesNoType };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -622,9 +633,10 @@ class Out {
     });
   }
 
-  add(line: string): void {
-    this.buf += line;
-    this.lines++;
+  /** Adds ASCII text holding `lines` lines. */
+  add(text: string, lines = 1): void {
+    this.buf += text;
+    this.lines += lines;
   }
 
   /** Adds a line that may contain non-ASCII characters. */
@@ -703,6 +715,9 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
   const wsKey = rng.u32();
   const prjKey = rng.u32();
   const runKey = rng.u32();
+  // Drawn from a stream of their own, so that adding them left every earlier part of a seed's sample as it was.
+  const later = new Rng(opts.seed ^ 0x51ed270b);
+  const orgKey = later.u32();
 
   const sizes = organizationSizes(nOrg, totalWs);
   const orgNames = organizationNames(nOrg, rng);
@@ -713,6 +728,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
 
   try {
     // Organizations, with the per-organization traits the rest is drawn from.
+    let orgCounter = 0;
     const orgs: OrgInfo[] = orgNames.map((name) => {
       const r = rng.float();
       const cloud: Cloud = r < 0.6 ? 'aws' : r < 0.8 ? 'azure' : r < 0.95 ? 'google' : 'multi';
@@ -720,7 +736,9 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
         ? name.split(/[-_]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')
         : name;
       const info: OrgInfo = { name, cloud, privateRegistry: rng.chance(0.4), vcsOwner };
-      outs.organizations.add(`{"name":"${name}"}\n`);
+      // Most organizations carry their external id; a few (older exports) do not.
+      const id = later.chance(0.9) ? `,"id":"org-${id16(orgCounter++, orgKey, later)}"` : '';
+      outs.organizations.add(`{"name":"${name}"${id}}\n`);
       return info;
     });
     if (orgs[0]) orgs[0].privateRegistry = true;
@@ -799,6 +817,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
     const wsOut = outs.workspaces;
     const provOut = outs.workspace_providers;
     const modOut = outs.workspace_modules;
+    const resOut = outs.workspace_resources;
     const provScratch = new Float64Array(PROVIDER_SLOTS.length);
     const modScratch = new Float64Array(MODULE_SLOTS.length);
     let written = 0;
@@ -921,8 +940,9 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
         }
 
         // Current run.
+        let runId: string | null = null;
         if (hasRun) {
-          const runId = id16(written, runKey, rng);
+          runId = id16(written, runKey, rng);
           if (rng.chance(0.8)) {
             const appliedAt = rng.chance(0.7) ? updatedIso
               : isoTime(created + Math.floor((updated - created) * rng.float()));
@@ -954,11 +974,11 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
             line += `,"drift":{"drifted":${drifted},"resources_drifted":${drifted ? rng.range(1, 10) : 0},"resources_undrifted":${undrifted}}`;
           }
         }
-        if (ascii) wsOut.add(`${line}}\n`);
-        else wsOut.addText(`${line}}\n`);
 
         // Providers: distinct slots (so distinct sources), weighted, without replacement.
         const rowHead = `{"workspace_id":"ws-${wsId}`;
+        const usedProviders: UsedProvider[] = [];
+        const usedModules: string[] = [];
         let k = !hasRun && rng.chance(0.7) ? 0 : PROVIDER_COUNT.pick(rng);
         if (k > 0) {
           let total = 0;
@@ -969,6 +989,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
             total -= provScratch[s]!;
             provScratch[s] = 0;
             const c = PROVIDER_COMBOS[s]!.pick.index(rng);
+            usedProviders.push(prov.used[s]![c]!);
             provOut.add(rowHead + (rng.chance(0.01) ? prov.linesNoType[s]![c]! : prov.lines[s]![c]!));
           }
         }
@@ -986,6 +1007,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
             const combos = MODULE_COMBOS[s]!;
             const c = combos.pick.index(rng);
             const row = rowHead + (rng.chance(0.01) ? mods.linesNoType[s]![c]! : mods.lines[s]![c]!);
+            usedModules.push(mods.used[s]![c]!.name);
             modOut.add(row);
             const extra = rng.float();
             if (extra < 0.01) modOut.add(row);
@@ -995,7 +1017,27 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
           }
         }
 
+        // Resources: a workspace that ran has state; one that never ran sometimes has state from local
+        // execution (no run id on its resources).
+        const hasState = hasRun || later.chance(0.3);
+        const nRes = resourceCount(later, hasState);
+        if (nRes > 0) {
+          const ri = sv === null ? undefined : RELEASE_INDEX.get(sv);
+          const versions = sv === null ? [] : ri === undefined ? [sv] : [sv, ...RELEASES.slice(Math.max(0, ri - 2), ri)];
+          const olderIso = () => isoTime(created + Math.floor((updated - created) * later.float()));
+          const res = writeResources(later, wsId, nRes, usedProviders, usedModules, runId, versions, updatedIso, olderIso);
+          resOut.add(res.lines, res.count);
+          line += `,"resource_count":${res.count},"current_rum_count":${res.billable}`;
+        } else if (hasState || later.chance(0.5)) line += ',"resource_count":0,"current_rum_count":0';
+        // A few workspaces of organizations with a private registry were created from one of its modules.
+        if (o.privateRegistry && usedModules.length > 0 && later.chance(0.05)) {
+          line += `,"source_module_id":"private/${o.name}/${usedModules[0]}/${cloudSuffix(o)}/1.${later.int(10)}.${later.int(10)}"`;
+        }
+        if (ascii) wsOut.add(`${line}}\n`);
+        else wsOut.addText(`${line}}\n`);
+
         written++;
+        if (resOut.buf.length > CHUNK_CHARS) await resOut.flush();
         if (wsOut.buf.length > CHUNK_CHARS) await wsOut.flush();
         if (provOut.buf.length > CHUNK_CHARS) await provOut.flush();
         if (modOut.buf.length > CHUNK_CHARS) await modOut.flush();

@@ -4,9 +4,10 @@ import { createReadStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
+import { AddressSet } from './address-set.js';
 
 export const SOURCE_FILES = [
-  'organizations', 'projects', 'workspaces', 'workspace_providers', 'workspace_modules', 'teams', 'team_members',
+  'organizations', 'projects', 'workspaces', 'workspace_providers', 'workspace_modules', 'workspace_resources', 'teams', 'team_members',
 ] as const;
 export type SourceFile = (typeof SOURCE_FILES)[number];
 
@@ -27,10 +28,13 @@ export interface ValidationResult {
   files: Partial<Record<SourceFile, string>>;
   counts: Record<SourceFile, number>;
   access: AccessData;
+  /** Every distinct version string of every key that holds one: the loader computes their order keys (interface §5). */
+  versions: string[];
 }
 
 const MAX_REPORTED = 100;
 const ORG_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$/;
+const ORG_ID = /^org-[A-Za-z0-9]{1,64}$/;
 const PROJECT_ID = /^prj-[A-Za-z0-9]{1,64}$/;
 const WORKSPACE_ID = /^ws-[A-Za-z0-9]{1,64}$/;
 const RUN_ID = /^run-[A-Za-z0-9]{1,64}$/;
@@ -56,26 +60,38 @@ function str(r: Json, key: string, required: boolean, pattern?: RegExp, what?: s
   if (pattern && !pattern.test(v)) fail(`${key} ${JSON.stringify(v)} is not ${what ?? `of the form ${pattern.source}`}`);
   return v;
 }
-function name(r: Json, key: string): string {
-  const v = str(r, key, true)!;
-  if ([...v].length > 255) fail(`${key} is longer than 255 characters`);
+/** A string of 1–`max` characters (code points); null when optional and absent. */
+function text(r: Json, key: string, required: boolean, max = 255): string | null {
+  const v = str(r, key, required);
+  if (v !== null && v.length > max && [...v].length > max) fail(`${key} is longer than ${max} characters`);
   return v;
+}
+const name = (r: Json, key: string): string => text(r, key, true)!;
+/** Whether `YYYY-MM-DD` is a real date: a source repeats few dates millions of times, so each is worked out once. */
+const realDays = new Map<string, boolean>();
+function realDay(day: string): boolean {
+  let ok = realDays.get(day);
+  if (ok === undefined) {
+    const [y, mo, d] = day.split('-').map(Number) as [number, number, number];
+    const date = new Date(Date.UTC(y, mo - 1, d));
+    ok = date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+    if (realDays.size < 100_000) realDays.set(day, ok);
+  }
+  return ok;
 }
 function timestamp(r: Json, key: string, required: boolean): void {
   const v = str(r, key, required);
   if (v === null) return;
   const m = TIMESTAMP.exec(v);
   if (!m) return fail(`${key} ${JSON.stringify(v)} is not an ISO 8601 timestamp with seconds and an offset (2023-10-17T21:56:45.570Z)`);
-  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const date = new Date(Date.UTC(y, mo - 1, d));
-  if (date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d || h > 23 || mi > 59 || s > 59 || Number(m[9] ?? 0) > 23 || Number(m[10] ?? 0) > 59) {
+  if (!realDay(v.slice(0, 10)) || +m[4]! > 23 || +m[5]! > 59 || +m[6]! > 59 || +(m[9] ?? 0) > 23 || +(m[10] ?? 0) > 59) {
     fail(`${key} ${JSON.stringify(v)} is not a real date and time`);
   }
 }
 function count(o: Json, key: string, where: string): void {
   const v = o[key];
   if (absent(v)) return;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${where}.${key} must be a whole number ≥ 0`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${where ? `${where}.` : ''}${key} must be a whole number ≥ 0`);
 }
 function bool(o: Json, key: string, where: string): void {
   const v = o[key];
@@ -95,6 +111,7 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   const counts = Object.fromEntries(SOURCE_FILES.map((f) => [f, 0])) as Record<SourceFile, number>;
 
   const orgs = new Set<string>();
+  const orgIds = new Set<string>();
   const projectOrg = new Map<string, string>();
   const workspaceIds = new Set<string>();
   const workspaceNames = new Set<string>();
@@ -102,12 +119,18 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   const teamsByOrg: Record<string, string[]> = {};
   const qualifyingTeams: Record<string, string[]> = {};
   const userOrgs: Record<string, Set<string>> = {};
+  const addresses = new AddressSet();
+  const versions = new Set<string>();
+  const version = (r: Json, key: string, required = false) => { const v = str(r, key, required); if (v !== null) versions.add(v); };
 
   const rules: Record<SourceFile, (r: Json) => void> = {
     organizations(r) {
       const n = str(r, 'name', true, ORG_NAME, 'a valid organization name')!;
       if (orgs.has(n)) fail(`organization ${JSON.stringify(n)} is defined twice`);
       orgs.add(n);
+      const id = str(r, 'id', false, ORG_ID, 'an organization id (org-<1–64 letters or digits>)');
+      if (id !== null && orgIds.has(id)) fail(`organization id ${id} is used twice`);
+      if (id !== null) orgIds.add(id);
     },
     projects(r) {
       const id = str(r, 'id', true, PROJECT_ID, 'a project id (prj-<1–64 letters or digits>)')!;
@@ -128,7 +151,9 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
       const n = name(r, 'name');
       timestamp(r, 'created_at', true);
       timestamp(r, 'updated_at', true);
-      for (const k of ['engine_version', 'state_version_engine_version', 'vcs_repo_identifier']) str(r, k, false);
+      version(r, 'engine_version');
+      version(r, 'state_version_engine_version');
+      str(r, 'vcs_repo_identifier', false);
       const tags = r.tags;
       if (!absent(tags) && (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string'))) fail('tags must be an array of strings');
       const run = object(r, 'current_run');
@@ -144,12 +169,26 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
         bool(drift, 'drifted', 'drift.');
         for (const k of ['resources_drifted', 'resources_undrifted']) count(drift, k, 'drift');
       }
+      for (const k of ['resource_count', 'current_rum_count']) count(r, k, '');
+      text(r, 'source_module_id', false);
       const key = `${org}\n${n}`;
       if (workspaceNames.has(key)) fail(`organization ${org} already has a workspace named ${JSON.stringify(n)}`);
       workspaceNames.add(key);
     },
     workspace_providers: (r) => usage(r, true),
     workspace_modules: (r) => usage(r, false),
+    workspace_resources(r) {
+      const ws = str(r, 'workspace_id', true)!;
+      if (!workspaceIds.has(ws)) fail(`workspace_id ${ws} does not exist`);
+      const address = text(r, 'address', true, 1024)!;
+      for (const k of ['name', 'type', 'provider']) text(r, k, true);
+      text(r, 'module', false);
+      version(r, 'engine_version');
+      bool(r, 'billable', '');
+      str(r, 'run_id', false, RUN_ID, 'a run id (run-<1–64 letters or digits>)');
+      timestamp(r, 'state_updated_at', true);
+      addresses.add(ws, address);
+    },
     teams(r) {
       const org = knownOrg(r);
       const n = name(r, 'name');
@@ -181,11 +220,17 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
     if (!workspaceIds.has(ws)) fail(`workspace_id ${ws} does not exist`);
     str(r, 'name', true);
     str(r, 'source', true);
-    str(r, 'version', versionRequired);
+    version(r, 'version', versionRequired);
     const type = str(r, 'registry_type', false);
     if (type !== null && type !== 'public' && type !== 'private') fail(`registry_type must be public or private, not ${JSON.stringify(type)}`);
+    bool(r, 'curated', '');
   }
 
+  const report = (label: string, lineNo: number, reason: string) => {
+    errorCount++;
+    if (errors.length < MAX_REPORTED) errors.push(`${label}:${lineNo}: ${reason}`);
+  };
+  const labelOf = (path: string) => path.slice(dir.length).replace(/^\//, '');
   for (const file of SOURCE_FILES) {
     const plain = join(dir, `${file}.ndjson`);
     const path = existsSync(plain) ? plain : existsSync(`${plain}.gz`) ? `${plain}.gz` : undefined;
@@ -194,32 +239,38 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
       continue;
     }
     files[file] = path;
-    const label = path.slice(dir.length).replace(/^\//, '');
-    const input = createReadStream(path);
-    const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
-    let lineNo = 0;
-    try {
-      for await (const line of lines) {
-        lineNo++;
-        if (line.trim() === '') continue;
-        try {
-          rules[file](obj(line));
-          counts[file]++;
-        } catch (e) {
-          if (!(e instanceof Invalid)) throw e;
-          errorCount++;
-          if (errors.length < MAX_REPORTED) errors.push(`${label}:${lineNo}: ${e.message}`);
-        }
-        if (onProgress && lineNo % 100_000 === 0) onProgress(label, lineNo);
+    const label = labelOf(path);
+    await eachLine(path, label, report, (line, lineNo) => {
+      try {
+        rules[file](obj(line));
+        counts[file]++;
+      } catch (e) {
+        if (!(e instanceof Invalid)) throw e;
+        report(label, lineNo, e.message);
       }
-    } catch (e) {
-      errorCount++;
-      errors.push(`${label}:${lineNo + 1}: cannot be read (${(e as Error).message})`);
-    }
+      if (onProgress && lineNo % 100_000 === 0) onProgress(label, lineNo);
+    });
+  }
+  const repeated = addresses.candidates();
+  if (repeated.size > 0 && files.workspace_resources) {
+    // Second read, only when the hashes repeat: confirm with the real strings and name both lines.
+    const path = files.workspace_resources;
+    const label = labelOf(path);
+    const firstLine = new Map<string, number>();
+    await eachLine(path, label, report, (line, lineNo) => {
+      let r: Json;
+      try { r = obj(line); } catch { return; }
+      const { workspace_id: ws, address } = r;
+      if (typeof ws !== 'string' || typeof address !== 'string' || !repeated.has(addresses.hashOf(ws, address))) return;
+      const key = `${ws}\n${address}`;
+      const first = firstLine.get(key);
+      if (first === undefined) firstLine.set(key, lineNo);
+      else report(label, lineNo, `duplicate address ${JSON.stringify(address)} in workspace ${ws} (first on line ${first})`);
+    });
   }
   const sorted = (r: Record<string, string[]>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, [...v].sort()]));
   return {
-    errors, errorCount, files, counts,
+    errors, errorCount, files, counts, versions: [...versions].sort(),
     access: {
       organizations: [...orgs].sort(),
       qualifyingTeams: sorted(qualifyingTeams),
@@ -227,4 +278,20 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
       userOrganizations: Object.fromEntries(Object.entries(userOrgs).map(([u, s]) => [u, [...s].sort()])),
     },
   };
+}
+
+/** Calls `each` with every non-blank line and its number; a read error is reported at the line after the last. */
+async function eachLine(path: string, label: string, report: (label: string, lineNo: number, reason: string) => void,
+  each: (line: string, lineNo: number) => void): Promise<void> {
+  const input = createReadStream(path, { highWaterMark: 1 << 20 });
+  const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
+  let lineNo = 0;
+  try {
+    for await (const line of lines) {
+      lineNo++;
+      if (line.trim() !== '') each(line, lineNo);
+    }
+  } catch (e) {
+    report(label, lineNo + 1, `cannot be read (${(e as Error).message})`);
+  }
 }

@@ -1,4 +1,4 @@
-// Reads a validated source into DuckDB staging tables (src_*, ws_providers, ws_modules) that the view
+// Reads a validated source into DuckDB staging tables (src_*, ws_providers, ws_modules) and the src_resources view that the view
 // declarations in catalog/views.ts are written against. Normalization rules: snapshot-source.md and
 // interface §3 (empty optional strings are null, lists sorted and de-duplicated, UTC millisecond times).
 import type { SourceFile } from './source-validator.js';
@@ -9,36 +9,45 @@ const ts = (expr: string) => `date_trunc('millisecond', timezone('UTC', CAST(nul
 const opt = (expr: string) => `nullif(${expr}, '')`;
 
 const COLUMNS: Record<SourceFile, string> = {
-  organizations: `{name: 'VARCHAR'}`,
+  organizations: `{name: 'VARCHAR', id: 'VARCHAR'}`,
   projects: `{id: 'VARCHAR', organization: 'VARCHAR', name: 'VARCHAR'}`,
   workspaces: `{id: 'VARCHAR', organization: 'VARCHAR', project_id: 'VARCHAR', name: 'VARCHAR',
     created_at: 'VARCHAR', updated_at: 'VARCHAR', engine_version: 'VARCHAR', state_version_engine_version: 'VARCHAR',
     vcs_repo_identifier: 'VARCHAR', tags: 'VARCHAR[]',
     current_run: 'STRUCT(id VARCHAR, status VARCHAR, applied_at VARCHAR)',
     checks: 'STRUCT(passed BIGINT, failed BIGINT, errored BIGINT, "unknown" BIGINT)',
-    drift: 'STRUCT(drifted BOOLEAN, resources_drifted BIGINT, resources_undrifted BIGINT)'}`,
-  workspace_providers: `{workspace_id: 'VARCHAR', name: 'VARCHAR', source: 'VARCHAR', version: 'VARCHAR', registry_type: 'VARCHAR'}`,
-  workspace_modules: `{workspace_id: 'VARCHAR', name: 'VARCHAR', source: 'VARCHAR', version: 'VARCHAR', registry_type: 'VARCHAR'}`,
+    drift: 'STRUCT(drifted BOOLEAN, resources_drifted BIGINT, resources_undrifted BIGINT)',
+    resource_count: 'BIGINT', current_rum_count: 'BIGINT', source_module_id: 'VARCHAR'}`,
+  workspace_providers: `{workspace_id: 'VARCHAR', name: 'VARCHAR', source: 'VARCHAR', version: 'VARCHAR', registry_type: 'VARCHAR', curated: 'BOOLEAN'}`,
+  workspace_modules: `{workspace_id: 'VARCHAR', name: 'VARCHAR', source: 'VARCHAR', version: 'VARCHAR', registry_type: 'VARCHAR', curated: 'BOOLEAN'}`,
+  workspace_resources: `{workspace_id: 'VARCHAR', address: 'VARCHAR', name: 'VARCHAR', type: 'VARCHAR', provider: 'VARCHAR',
+    module: 'VARCHAR', engine_version: 'VARCHAR', billable: 'BOOLEAN', run_id: 'VARCHAR', state_updated_at: 'VARCHAR'}`,
   teams: `{organization: 'VARCHAR', name: 'VARCHAR'}`,
   team_members: `{organization: 'VARCHAR', team: 'VARCHAR', "user": 'VARCHAR'}`,
 };
 
 /** The raw rows of one source file, or an empty relation of the same shape when the file is absent. */
 function raw(file: SourceFile, path: string | undefined): string {
-  const read = `read_json(${literal(path ?? '/dev/null')}, format = 'newline_delimited', columns = ${COLUMNS[file]})`;
-  return path ? read : `(SELECT * FROM ${read} LIMIT 0)`;
+  if (path) return `read_json(${literal(path)}, format = 'newline_delimited', columns = ${COLUMNS[file]})`;
+  // No read_json of an empty path: DuckDB refuses to bind one inside a view, LIMIT 0 or not.
+  const struct = [...COLUMNS[file].matchAll(/("?\w+"?): '([^']+)'/g)].map(([, name, type]) => `${name} ${type}`).join(', ');
+  return `(SELECT unnest(NULL::STRUCT(${struct})) WHERE false)`;
 }
 
 export function stagingStatements(files: Partial<Record<SourceFile, string>>): string[] {
+  // `curated` is no key: rows that agree on every key are one row, curated when any of them is (interface §3).
   const usage = (file: 'workspace_providers' | 'workspace_modules', table: string) => `
-    CREATE TABLE ${table} AS SELECT DISTINCT workspace_id, name, source, ${opt('version')} AS version, ${opt('registry_type')} AS registry_type
-    FROM ${raw(file, files[file])}`;
+    CREATE TABLE ${table} AS SELECT workspace_id, name, source, ${opt('version')} AS version, ${opt('registry_type')} AS registry_type,
+      bool_or(coalesce(curated, false)) AS curated
+    FROM ${raw(file, files[file])}
+    GROUP BY ALL`;
   const list = (table: string, usageTable: string) => `
     CREATE TABLE ${table} AS
     SELECT workspace_id, count(*) AS n, array_to_string(list_sort(list(element)), ', ') AS list
     FROM (SELECT DISTINCT workspace_id, source || coalesce('@' || version, '') AS element FROM ${usageTable})
     GROUP BY workspace_id`;
   return [
+    `CREATE TABLE src_organizations AS SELECT name, ${opt('id')} AS id FROM ${raw('organizations', files.organizations)}`,
     `CREATE TABLE src_projects AS SELECT id, organization, name FROM ${raw('projects', files.projects)}`,
     `CREATE TABLE src_workspaces AS SELECT
        id, organization, project_id, name,
@@ -50,23 +59,22 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
        current_run.id AS run_id, ${opt('current_run.status')} AS run_status, ${ts('current_run.applied_at')} AS run_applied_at,
        coalesce(checks.passed, 0) AS checks_passed, coalesce(checks.failed, 0) AS checks_failed,
        coalesce(checks.errored, 0) AS checks_errored, coalesce(checks."unknown", 0) AS checks_unknown,
-       drift.drifted AS drifted, drift.resources_drifted AS resources_drifted, drift.resources_undrifted AS resources_undrifted
+       drift.drifted AS drifted, drift.resources_drifted AS resources_drifted, drift.resources_undrifted AS resources_undrifted,
+       resource_count, current_rum_count, ${opt('source_module_id')} AS source_module_id
      FROM ${raw('workspaces', files.workspaces)}`,
     // Provider and module rows are one row only when every key agrees, null equal to null (interface §3):
     // rows that differ in any key are all kept, even when they share workspace, source and version.
     usage('workspace_providers', 'src_providers'),
     usage('workspace_modules', 'src_modules'),
+    // A view, not a table: a hundred million resources stream from the file into the view's sort once.
+    `CREATE VIEW src_resources AS SELECT workspace_id, address, name, type, provider, ${opt('module')} AS module,
+       ${opt('engine_version')} AS engine_version, coalesce(billable, false) AS billable, ${opt('run_id')} AS run_id,
+       ${ts('state_updated_at')} AS state_updated_at
+     FROM ${raw('workspace_resources', files.workspace_resources)}`,
     list('ws_providers', 'src_providers'),
     list('ws_modules', 'src_modules'),
     `CREATE TABLE version_keys (v VARCHAR PRIMARY KEY, k VARCHAR)`,
   ];
 }
-
-/** Distinct values of every column that holds versions, for the version order keys. */
-export const DISTINCT_VERSIONS_SQL = `
-  SELECT v FROM (
-    SELECT engine_version AS v FROM src_workspaces UNION SELECT state_version_engine_version FROM src_workspaces
-    UNION SELECT version FROM src_providers UNION SELECT version FROM src_modules
-  ) WHERE v IS NOT NULL`;
 
 export { literal as sqlLiteral };

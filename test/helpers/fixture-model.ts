@@ -44,6 +44,8 @@ export const PROJECTS = sourceFile('projects.ndjson');
 export const WS = fx.workspaces as Src[];
 export const PROVIDERS = fx.providers as Src[];
 export const MODULES = fx.modules as Src[];
+export const RESOURCES = fx.resources as Src[];
+export const ORGANIZATIONS = sourceFile('organizations.ndjson');
 
 export function workspaceModel(w: Src): Model {
   const uses = (rows: Src[]) => distinctSorted(rows.filter((r) => r.workspace_id === w.id).map((r) => (opt(r.version) ? `${r.source}@${r.version}` : r.source)));
@@ -56,6 +58,7 @@ export function workspaceModel(w: Src): Model {
     checks_failed: c('failed'),
     checks_passed: c('passed'),
     checks_unknown: c('unknown'),
+    current_rum_count: w.current_rum_count ?? null,
     current_run_applied_at: jsonTime(w.current_run?.applied_at),
     current_run_external_id: w.current_run?.id ?? null,
     current_run_status: opt(w.current_run?.status),
@@ -68,8 +71,10 @@ export function workspaceModel(w: Src): Model {
     project_name: PROJECTS.find((p) => p.id === w.project_id)!.name,
     provider_count: providers.length,
     providers: providers.length ? providers.join(', ') : null,
+    resource_count: w.resource_count ?? null,
     resources_drifted: w.drift?.resources_drifted ?? null,
     resources_undrifted: w.drift?.resources_undrifted ?? null,
+    source_module_id: opt(w.source_module_id),
     state_version_terraform_version: opt(w.state_version_engine_version),
     tags: joinList(w.tags ?? []),
     vcs_repo_identifier: opt(w.vcs_repo_identifier),
@@ -87,11 +92,12 @@ export const rowId = (prefix: string, org: string, view: string, keys: (string |
 
 export function aggregateModel(view: AggView, org: string = fx.ORG): { id: string; attributes: Model }[] {
   const orgWs = WS.filter((w) => w.organization === org);
-  const groups = new Map<string, { keys: (string | null)[]; ws: Src[] }>();
-  const add = (keys: (string | null)[], w: Src) => {
+  const groups = new Map<string, { keys: (string | null)[]; ws: Src[]; curated: boolean }>();
+  const add = (keys: (string | null)[], w: Src, curated = false) => {
     const k = JSON.stringify(keys);
-    const g = groups.get(k) ?? { keys, ws: [] };
+    const g = groups.get(k) ?? { keys, ws: [], curated: false };
     if (!g.ws.includes(w)) g.ws.push(w);
+    g.curated ||= curated;
     groups.set(k, g);
   };
   if (view === 'tf_versions') {
@@ -99,15 +105,45 @@ export function aggregateModel(view: AggView, org: string = fx.ORG): { id: strin
   } else {
     for (const u of view === 'providers' ? PROVIDERS : MODULES) {
       const w = orgWs.find((x) => x.id === u.workspace_id);
-      if (w) add([u.name, u.source, opt(u.version), opt(u.registry_type)], w);
+      if (w) add([u.name, u.source, opt(u.version), opt(u.registry_type)], w, u.curated === true);
     }
   }
   return [...groups.values()].map((g) => {
+    const id = rowId(PREFIX[view], org, view, g.keys);
     const common = { workspace_count: g.ws.length, workspaces: joinList(g.ws.map((w) => w.name)) };
     const attributes: Model = view === 'tf_versions'
-      ? { version: g.keys[0]!, ...common }
-      : { name: g.keys[0]!, registry_type: g.keys[3]!, source: g.keys[1]!, version: g.keys[2]!, ...common };
-    return { id: rowId(PREFIX[view], org, view, g.keys), attributes };
+      ? { unique_identifier: id, version: g.keys[0]!, ...common }
+      : { curated: g.curated, name: g.keys[0]!, registry_type: g.keys[3]!, source: g.keys[1]!, version: g.keys[2]!, ...common };
+    return { id, attributes };
   });
 }
+/** A resource row by decisions of the `resources` view: prefix rule, `root`, `run` / `local`, absent billable = false. */
+export function resourceModel(r: Src): { id: string; attributes: Model } {
+  const w = WS.find((x) => x.id === r.workspace_id)!;
+  const provider = String(r.provider);
+  const REGISTRY = 'registry.terraform.io/';
+  return {
+    id: rowId('res', w.organization, 'resources', [w.id, r.address]),
+    attributes: {
+      address: r.address,
+      billable_rum: r.billable === true,
+      module_name: opt(r.module) ?? 'root',
+      name: r.name,
+      organization_external_id: opt(ORGANIZATIONS.find((o) => o.name === w.organization)!.id),
+      project_external_id: w.project_id,
+      project_name: PROJECTS.find((p) => p.id === w.project_id)!.name,
+      provider_name: provider.startsWith(REGISTRY) ? provider.slice(REGISTRY.length) : provider,
+      provider_type: r.type,
+      source_id: opt(r.run_id),
+      source_type: opt(r.run_id) === null ? 'local' : 'run',
+      source_updated_at: jsonTime(r.state_updated_at),
+      terraform_version: opt(r.engine_version),
+      workspace_external_id: w.id,
+      workspace_name: w.name,
+    },
+  };
+}
+export const resourceRows = (org: string = fx.ORG) =>
+  RESOURCES.filter((r) => WS.find((w) => w.id === r.workspace_id)!.organization === org).map(resourceModel);
+
 export const kebab = (m: Model) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k.replace(/_/g, '-'), v]));

@@ -5,11 +5,12 @@
 // acme-corp's workspaces in the default order (workspace_name: fold A–Z only, then code points):
 // ws-aaa3 `Café "core", net`, ws-aaa5 network-core, ws-aaa1 payments-api, ws-aaa2 Payments-worker, ws-aaa4 ÉTL-job.
 import { expect } from 'chai';
+import { DATETIME_FIELDS, FIELDS } from '../helpers/contract-fields.js';
 import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
 import { csvOf as renderCsv, csvOfJson as renderJson } from '../helpers/csv-render.js';
-import { cmpCodePoints, WS, workspaceModel, aggregateModel, type Model } from '../helpers/fixture-model.js';
+import { cmpCodePoints, WS, workspaceModel, aggregateModel, resourceRows, type Model } from '../helpers/fixture-model.js';
 
 
 const [a1, a2, a3, a4, a5] = ['ws-aaa1', 'ws-aaa2', 'ws-aaa3', 'ws-aaa4', 'ws-aaa5'];
@@ -19,15 +20,11 @@ const PRV = aggregateModel('providers');
 const prv = (name: string, version: string, registry: string | null) =>
   PRV.find((r) => r.attributes.name === name && r.attributes.version === version && r.attributes.registry_type === registry)!.id;
 
-const WORKSPACE_FIELDS = [
-  'all_checks_succeeded', 'checks_errored', 'checks_failed', 'checks_passed', 'checks_unknown', 'current_run_applied_at',
-  'current_run_external_id', 'current_run_status', 'drifted', 'external_id', 'module_count', 'modules', 'organization_name',
-  'project_external_id', 'project_name', 'provider_count', 'providers', 'resources_drifted', 'resources_undrifted',
-  'state_version_terraform_version', 'tags', 'vcs_repo_identifier', 'workspace_created_at', 'workspace_name',
-  'workspace_terraform_version', 'workspace_updated_at',
-];
-const USAGE_HEADER = 'name,registry_type,source,version,workspace_count,workspaces';
-const DATETIME_FIELDS = new Set(['current_run_applied_at', 'workspace_created_at', 'workspace_updated_at']);
+const WORKSPACE_FIELDS = FIELDS.workspaces!;
+const USAGE_HEADER = FIELDS.providers!.join(',');
+const TFV_HEADER = FIELDS.tf_versions!.join(',');
+const RESOURCE_HEADER = FIELDS.resources!.join(',');
+const tfv = (version: string) => aggregateModel('tf_versions').find((r) => r.attributes.version === version)!.id;
 const csvOf = (fields: string[], rows: Model[]) => renderCsv(fields, rows, DATETIME_FIELDS);
 const csvOfJson = (body: any, fields: string[]) => renderJson(body.data, fields, DATETIME_FIELDS);
 
@@ -123,22 +120,23 @@ describe('HTTP explorer CSV export', function () {
     it('tf_versions (default sort -version)', async () => {
       const { text } = await exportCsv('?type=tf_versions');
       expect(text).to.equal([
-        'version,workspace_count,workspaces',
-        '"1.10.0","1","Payments-worker"',
-        '"1.10.0-rc1","1","Café ""core"", net"',
-        '"v1.5.7","1","network-core"',
-        '"1.5.7","1","payments-api"',
-        '"latest","1","ÉTL-job"',
+        TFV_HEADER,
+        `"${tfv('1.10.0')}","1.10.0","1","Payments-worker"`,
+        `"${tfv('1.10.0-rc1')}","1.10.0-rc1","1","Café ""core"", net"`,
+        `"${tfv('v1.5.7')}","v1.5.7","1","network-core"`,
+        `"${tfv('1.5.7')}","1.5.7","1","payments-api"`,
+        `"${tfv('latest')}","latest","1","ÉTL-job"`,
       ].map((l) => `${l}\n`).join(''));
     });
     it('providers (default sort name, -version, id)', async () => {
       const line: Record<string, string> = {
-        [prv('aws', '5.31.0', 'public')]: '"aws","public","registry.terraform.io/hashicorp/aws","5.31.0","2","Café ""core"", net, payments-api"',
-        [prv('aws', '5.31.0', null)]: '"aws","","registry.terraform.io/hashicorp/aws","5.31.0","1","network-core"',
-        [prv('aws', '4.67.0', 'public')]: '"aws","public","registry.terraform.io/hashicorp/aws","4.67.0","1","Payments-worker"',
-        [prv('internal', '0.1.0-beta.11', 'private')]: '"internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.11","1","ÉTL-job"',
-        [prv('internal', '0.1.0-beta.2', 'private')]: '"internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.2","1","Café ""core"", net"',
-        [prv('random', '3.6.0', 'public')]: '"random","public","registry.terraform.io/hashicorp/random","3.6.0","1","payments-api"',
+        // curated: one of the two identical aws rows of payments-api is marked, and the group shows it.
+        [prv('aws', '5.31.0', 'public')]: '"true","aws","public","registry.terraform.io/hashicorp/aws","5.31.0","2","Café ""core"", net, payments-api"',
+        [prv('aws', '5.31.0', null)]: '"false","aws","","registry.terraform.io/hashicorp/aws","5.31.0","1","network-core"',
+        [prv('aws', '4.67.0', 'public')]: '"false","aws","public","registry.terraform.io/hashicorp/aws","4.67.0","1","Payments-worker"',
+        [prv('internal', '0.1.0-beta.11', 'private')]: '"false","internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.11","1","ÉTL-job"',
+        [prv('internal', '0.1.0-beta.2', 'private')]: '"false","internal","private","app.terraform.io/acme-corp/internal","0.1.0-beta.2","1","Café ""core"", net"',
+        [prv('random', '3.6.0', 'public')]: '"false","random","public","registry.terraform.io/hashicorp/random","3.6.0","1","payments-api"',
       };
       const order = [
         ...[prv('aws', '5.31.0', 'public'), prv('aws', '5.31.0', null)].sort(cmpCodePoints), // tie on name and version → id
@@ -151,9 +149,25 @@ describe('HTTP explorer CSV export', function () {
       const { text } = await exportCsv('?type=modules');
       expect(text).to.equal([
         USAGE_HEADER,
-        '"app","","./modules/app","","1","payments-api"',
-        '"vpc","public","registry.terraform.io/terraform-aws-modules/vpc/aws","5.5.1","2","Payments-worker, payments-api"',
+        '"true","app","","./modules/app","","1","payments-api"',
+        // curated false and absent: not curated (globex's curated vpc 2.0.0 is another organization's row).
+        '"false","vpc","public","registry.terraform.io/terraform-aws-modules/vpc/aws","5.5.1","2","Payments-worker, payments-api"',
       ].map((l) => `${l}\n`).join(''));
+    });
+    it('resources (default sort workspace_name, address, id): every field, the model\'s values', async () => {
+      const { text } = await exportCsv('?type=resources');
+      const rows = resourceRows().sort((x, y) => {
+        const [a, b] = [x.attributes, y.attributes];
+        const fold = (v: unknown) => String(v).replace(/[A-Z]/g, (c) => c.toLowerCase());
+        return cmpCodePoints(fold(a.workspace_name), fold(b.workspace_name)) || cmpCodePoints(String(a.workspace_name), String(b.workspace_name))
+          || cmpCodePoints(fold(a.address), fold(b.address)) || cmpCodePoints(String(a.address), String(b.address)) || cmpCodePoints(x.id, y.id);
+      });
+      expect(rows.map((r) => r.attributes.address)).to.deep.equal([
+        'aws_vpc.main', 'module.é.null_resource.café', 'aws_vpc.main', 'aws_instance.web[0]', 'aws_instance.web[1]',
+        'module.app.internal_thing.x', 'module.vpc.aws_subnet.private["a,b"]', 'Random_id.Suffix', 'terraform_data.marker',
+      ]);
+      expect(text).to.equal(csvOf(RESOURCE_HEADER.split(','), rows.map((r) => r.attributes)));
+      expect(text).to.include('"module.vpc.aws_subnet.private[""a,b""]","true","module.vpc","private","org-AcmeCorp1","prj-pay","payments","hashicorp/aws","aws_subnet","run-r1","run","2024-05-06T07:08:09+00:00","1.10.0","ws-aaa1","payments-api"\n');
     });
   });
 
@@ -197,7 +211,7 @@ describe('HTTP explorer CSV export', function () {
     });
     it('an organization without workspaces (empty-org): header only for every view', async () => {
       const headers: Record<string, string> = {
-        workspaces: WORKSPACE_FIELDS.join(','), tf_versions: 'version,workspace_count,workspaces', providers: USAGE_HEADER, modules: USAGE_HEADER,
+        workspaces: WORKSPACE_FIELDS.join(','), tf_versions: TFV_HEADER, providers: USAGE_HEADER, modules: USAGE_HEADER, resources: RESOURCE_HEADER,
       };
       for (const [view, header] of Object.entries(headers)) {
         const { res, text } = await exportCsv(`?type=${view}`, { org: 'empty-org', token: emptyOrgToken });
@@ -208,7 +222,7 @@ describe('HTTP explorer CSV export', function () {
   });
 
   describe('headers', () => {
-    for (const view of ['workspaces', 'tf_versions', 'providers', 'modules']) {
+    for (const view of ['workspaces', 'tf_versions', 'providers', 'modules', 'resources']) {
       it(`${view}: Content-Type, Content-Disposition with the export time, X-Explorer-Snapshot`, async () => {
         const before = Date.now();
         const { res } = await exportCsv(`?type=${view}`);
@@ -239,14 +253,16 @@ describe('HTTP explorer CSV export', function () {
 
   describe('CSV and JSON agree (the JSON rows of a page[size]=100 query rendered by the CSV rules)', () => {
     const FIELD_LISTS: Record<string, string[]> = {
-      workspaces: WORKSPACE_FIELDS, tf_versions: ['version', 'workspace_count', 'workspaces'],
-      providers: USAGE_HEADER.split(','), modules: USAGE_HEADER.split(','),
+      workspaces: WORKSPACE_FIELDS, tf_versions: TFV_HEADER.split(','),
+      providers: USAGE_HEADER.split(','), modules: USAGE_HEADER.split(','), resources: RESOURCE_HEADER.split(','),
     };
     const QUERIES: [string, string, string[] | null][] = [
       ['workspaces', '', null],
       ['tf_versions', '', null],
       ['providers', '', null],
       ['modules', '', null],
+      ['resources', '', null],
+      ['resources', '&sort=-source_updated_at,provider_name&filter[0][billable_rum][is][0]=true', null],
       ['workspaces', '&sort=-drifted,workspace_name&fields=drifted,workspace_name,workspace_created_at,tags&filter[0][tags][does_not_contain][0]=PCI', ['drifted', 'workspace_name', 'workspace_created_at', 'tags']],
       ['workspaces', '&sort=workspace_terraform_version&filter[0][current_run_applied_at][is_empty][0]=', null],
       ['tf_versions', '&sort=version&filter[0][version][contains][0]=1.', null],

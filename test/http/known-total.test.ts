@@ -19,7 +19,7 @@ describe('totals of unfiltered pages', () => {
   });
 
   for (const [org, token] of [['acme-corp', 'org'], ['globex', 'otherOrg'], ['empty-org', 'emptyOrg']] as const) {
-    for (const view of ['workspaces', 'tf_versions', 'providers', 'modules']) {
+    for (const view of ['workspaces', 'tf_versions', 'providers', 'modules', 'resources']) {
       it(`equal the exported rows for ${org} / ${view}`, async () => {
         const base = `/api/v2/organizations/${org}/explorer`;
         const page = await h.request(`${base}?type=${view}&page%5Bsize%5D=1`, { token: h.tokens[token] });

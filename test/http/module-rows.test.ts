@@ -8,7 +8,7 @@ import { writeSmallSource, ORG, workspaces } from '../fixtures/small-source.js';
 import { joinList, opt, rowId } from '../helpers/fixture-model.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 
-type Use = { workspace_id: string; name: string; source: string; version?: string; registry_type?: string };
+type Use = { workspace_id: string; name: string; source: string; version?: string; registry_type?: string; curated?: boolean };
 const VPC = 'registry.terraform.io/terraform-aws-modules/vpc/aws';
 const AWS = 'registry.terraform.io/hashicorp/aws';
 
@@ -22,16 +22,16 @@ const MODULES: Use[] = [
   { workspace_id: 'ws-aaa3', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public' },
   { workspace_id: 'ws-aaa4', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public' },
   { workspace_id: 'ws-aaa5', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public' },
-  { workspace_id: 'ws-aaa5', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public' }, // exact duplicate
+  { workspace_id: 'ws-aaa5', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public', curated: true }, // a duplicate but for curated
   { workspace_id: 'ws-aaa1', name: 'app', source: './modules/app' },
   { workspace_id: 'ws-aaa1', name: 'app', source: './modules/app', version: '' }, // the same row as above
-  { workspace_id: 'ws-aaa3', name: 'app', source: './modules/app', registry_type: 'private' },
-  { workspace_id: 'ws-bbb1', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public' },
+  { workspace_id: 'ws-aaa3', name: 'app', source: './modules/app', registry_type: 'private', curated: false },
+  { workspace_id: 'ws-bbb1', name: 'vpc', source: VPC, version: '5.5.1', registry_type: 'public', curated: true }, // another organization
 ];
 const PROVIDERS: Use[] = [
   { workspace_id: 'ws-aaa1', name: 'aws', source: AWS, version: '5.31.0', registry_type: 'public' },
   { workspace_id: 'ws-aaa1', name: 'aws', source: AWS, version: '5.31.0' },
-  { workspace_id: 'ws-aaa1', name: 'aws', source: AWS, version: '5.31.0', registry_type: 'private' },
+  { workspace_id: 'ws-aaa1', name: 'aws', source: AWS, version: '5.31.0', registry_type: 'private', curated: true },
   { workspace_id: 'ws-aaa2', name: 'amazon', source: AWS, version: '5.31.0', registry_type: 'public' },
   { workspace_id: 'ws-aaa2', name: 'aws', source: AWS, version: '5.31.0', registry_type: 'public' },
   { workspace_id: 'ws-aaa3', name: 'aws', source: AWS, version: '5.31.0', registry_type: 'public' },
@@ -40,18 +40,23 @@ const PROVIDERS: Use[] = [
 const NAMES = new Map(workspaces.map((w) => [w.id as string, w.name as string]));
 const inOrg = (u: Use) => workspaces.some((w) => w.id === u.workspace_id && w.organization === ORG);
 
-/** The view's rows by interface §3: one per distinct (name, source, version, registry_type). */
+/**
+ * The view's rows by interface §3: one per distinct (name, source, version, registry_type); `curated` is no
+ * key, and a group is curated when any of its rows is.
+ */
 function grouped(view: 'providers' | 'modules', uses: Use[]) {
-  const groups = new Map<string, { keys: (string | null)[]; ws: Set<string> }>();
+  const groups = new Map<string, { keys: (string | null)[]; ws: Set<string>; curated: boolean }>();
   for (const u of uses.filter(inOrg)) {
     const keys = [u.name, u.source, opt(u.version), opt(u.registry_type)];
-    const g = groups.get(JSON.stringify(keys)) ?? { keys, ws: new Set<string>() };
+    const g = groups.get(JSON.stringify(keys)) ?? { keys, ws: new Set<string>(), curated: false };
     g.ws.add(u.workspace_id);
+    g.curated ||= u.curated === true;
     groups.set(JSON.stringify(keys), g);
   }
-  return [...groups.values()].map(({ keys, ws }) => ({
+  return [...groups.values()].map(({ keys, ws, curated }) => ({
     id: rowId(view === 'providers' ? 'prv' : 'mod', ORG, view, keys),
     attributes: {
+      curated,
       name: keys[0], 'registry-type': keys[3], source: keys[1], version: keys[2],
       'workspace-count': ws.size, workspaces: joinList([...ws].map((id) => NAMES.get(id))),
     },

@@ -11,10 +11,11 @@
 // Name order (fold A–Z only, then code points): "café…" (c) < "network-core" (n) < "payments-api" <
 // "payments-worker" (p…-a < p…-w) < "Étl-job" (É = U+00C9 sorts after every ASCII letter).
 import { expect } from 'chai';
+import { FIELDS } from '../helpers/contract-fields.js';
 import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
-import { cmpCodePoints, WS, workspaceModel, PREFIX, rowId, aggregateModel, kebab } from '../helpers/fixture-model.js';
+import { cmpCodePoints, WS, workspaceModel, PREFIX, rowId, aggregateModel, kebab, resourceRows } from '../helpers/fixture-model.js';
 
 
 const [a1, a2, a3, a4, a5] = ['ws-aaa1', 'ws-aaa2', 'ws-aaa3', 'ws-aaa4', 'ws-aaa5'];
@@ -31,19 +32,10 @@ const mod = (name: string) => MOD.find((r) => r.attributes.name === name)!.id;
 /** Rows that tie on every sort key are ordered by id ascending, in code-point order. */
 const byId = (...ids: string[]) => [...ids].sort(cmpCodePoints);
 
-const WORKSPACE_FIELDS = [
-  'all_checks_succeeded', 'checks_errored', 'checks_failed', 'checks_passed', 'checks_unknown', 'current_run_applied_at',
-  'current_run_external_id', 'current_run_status', 'drifted', 'external_id', 'module_count', 'modules', 'organization_name',
-  'project_external_id', 'project_name', 'provider_count', 'providers', 'resources_drifted', 'resources_undrifted',
-  'state_version_terraform_version', 'tags', 'vcs_repo_identifier', 'workspace_created_at', 'workspace_name',
-  'workspace_terraform_version', 'workspace_updated_at',
-];
-const USAGE_FIELDS = ['name', 'registry_type', 'source', 'version', 'workspace_count', 'workspaces'];
-const FIELDS: Record<string, string[]> = {
-  workspaces: WORKSPACE_FIELDS, tf_versions: ['version', 'workspace_count', 'workspaces'], providers: USAGE_FIELDS, modules: USAGE_FIELDS,
-};
+const WORKSPACE_FIELDS = FIELDS.workspaces!;
 const ROW_TYPE: Record<string, string> = {
   workspaces: 'visibility-workspace', tf_versions: 'visibility-tf-version', providers: 'visibility-provider-version', modules: 'visibility-module-version',
+  resources: 'visibility-resource',
 };
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+00:00$/;
 
@@ -141,6 +133,26 @@ describe('HTTP explorer: sort, fields, pages, links and formats', function () {
         expect(row.id).to.equal(row.attributes['external-id']).and.match(/^ws-/);
       }
     });
+    it('resources: every row equals the model, id = res-<sha256 prefix of organization, view, workspace id, address>', async () => {
+      const body = await query('?type=resources');
+      const model = resourceRows();
+      expect(body.data).to.have.length(model.length);
+      for (const row of body.data) {
+        const m = model.find((r) => r.id === row.id);
+        expect(m, `row ${row.id} is not in the model`).to.not.equal(undefined);
+        expect(row).to.deep.equal({ id: m!.id, type: 'visibility-resource', attributes: kebab(m!.attributes) });
+        expect(Object.keys(row.attributes)).to.deep.equal(FIELDS.resources!.map((f) => f.replace(/_/g, '-')));
+      }
+      // The rules the model encodes, spelled out once on the fixture's own rows.
+      const by = (address: string, ws = 'ws-aaa1') => body.data.find((r: any) => r.attributes.address === address && r.attributes['workspace-external-id'] === ws).attributes;
+      expect(by('aws_instance.web[0]')['provider-name']).to.equal('hashicorp/aws');
+      expect(by('terraform_data.marker')).to.include({ 'provider-name': 'terraform.io/builtin/terraform', 'module-name': 'root' }); // module ''
+      expect(by('Random_id.Suffix')['provider-name']).to.equal('Registry.terraform.io/hashicorp/random'); // case-sensitive prefix
+      expect(by('module.app.internal_thing.x')['provider-name']).to.equal('registry.terraform.io/acme/internal'); // one prefix only
+      expect(by('module.vpc.aws_subnet.private["a,b"]')).to.include({ 'module-name': 'module.vpc', 'source-type': 'run', 'source-id': 'run-r1' });
+      expect(by('aws_vpc.main', 'ws-aaa3')).to.include({ 'source-type': 'local', 'source-id': null, 'organization-external-id': 'org-AcmeCorp1' });
+      expect(by('module.vpc.aws_subnet.private["a,b"]')['source-updated-at']).to.equal('2024-05-06T07:08:09.500+00:00'); // +02:00 in the source
+    });
     for (const view of ['tf_versions', 'providers', 'modules'] as const) {
       it(`${view}: every row equals the model, id = ${PREFIX[view]}-<sha256 prefix>, type ${ROW_TYPE[view]}`, async () => {
         const res = await get(`${explorerPath(fx.ORG)}?type=${view}`);
@@ -162,7 +174,7 @@ describe('HTTP explorer: sort, fields, pages, links and formats', function () {
       const body = await query('?type=providers');
       const row = body.data.find((r: any) => r.id === 'prv-39022641df8fbe25');
       expect(row?.attributes).to.deep.equal({
-        name: 'aws', 'registry-type': 'public', source: 'registry.terraform.io/hashicorp/aws', version: '5.31.0',
+        curated: true, name: 'aws', 'registry-type': 'public', source: 'registry.terraform.io/hashicorp/aws', version: '5.31.0',
         'workspace-count': 2, workspaces: 'Café "core", net, payments-api',
       });
     });
@@ -181,7 +193,7 @@ describe('HTTP explorer: sort, fields, pages, links and formats', function () {
       expect(row(a1)['current-run-applied-at']).to.equal('2024-05-06T07:08:09.999+00:00'); // not rounded up
     });
     it('absent values are null, never ""', async () => {
-      const bodies = await Promise.all(['workspaces', 'tf_versions', 'providers', 'modules'].map((v) => query(`?type=${v}`)));
+      const bodies = await Promise.all(['workspaces', 'tf_versions', 'providers', 'modules', 'resources'].map((v) => query(`?type=${v}`)));
       for (const body of bodies) for (const r of body.data) for (const [k, v] of Object.entries(r.attributes)) expect(v, `${r.id} ${k}`).to.not.equal('');
       const row = (id: string) => bodies[0].data.find((r: any) => r.id === id).attributes;
       expect(row(a2)).to.include({ 'vcs-repo-identifier': null, tags: null, 'current-run-applied-at': null }); // '' and [] in the source
@@ -189,6 +201,10 @@ describe('HTTP explorer: sort, fields, pages, links and formats', function () {
       expect(row(a4)).to.include({ 'resources-drifted': 5, 'module-count': 0, 'checks-passed': 0 });
       const app = bodies[3].data.find((r: any) => r.attributes.name === 'app').attributes;
       expect(app).to.include({ version: null, 'registry-type': null });
+      expect(row(a2)['source-module-id']).to.equal(null); // '' in the source
+      expect(row(a4)).to.include({ 'resource-count': null, 'current-rum-count': null, 'source-module-id': null }); // absent
+      const local = bodies[4].data.find((r: any) => r.attributes.address === 'module.é.null_resource.café').attributes;
+      expect(local).to.include({ 'source-id': null, 'terraform-version': null, 'billable-rum': false });
     });
     it('engine-named fields use the configured engine (terraform)', async () => {
       const attrs = (await query('?type=workspaces&fields=workspace_terraform_version,state_version_terraform_version')).data[0].attributes;
@@ -221,6 +237,26 @@ describe('HTTP explorer: sort, fields, pages, links and formats', function () {
     });
     it('modules: name, then -version', async () => {
       expect(await ids('?type=modules')).to.deep.equal([mod('app'), mod('vpc')]);
+    });
+    const res = (address: string, ws = a1) => resourceRows().find((r) => r.attributes.address === address && r.attributes.workspace_external_id === ws)!.id;
+    it('resources: workspace_name, then address (folded A–Z), then id', async () => {
+      expect(await ids('?type=resources')).to.deep.equal([
+        res('aws_vpc.main', a3), res('module.é.null_resource.café', a3), res('aws_vpc.main', a5),
+        res('aws_instance.web[0]'), res('aws_instance.web[1]'), res('module.app.internal_thing.x'),
+        res('module.vpc.aws_subnet.private["a,b"]'), res('Random_id.Suffix'), res('terraform_data.marker'),
+      ]);
+    });
+    it('resources: sort=terraform_version orders by version precedence, nulls last; -source_updated_at', async () => {
+      const web = byId(res('aws_instance.web[0]'), res('aws_instance.web[1]'), res('terraform_data.marker'));
+      expect(await ids('?type=resources&sort=terraform_version')).to.deep.equal([
+        ...web, res('aws_vpc.main', a3), res('aws_vpc.main', a5), res('module.app.internal_thing.x'),
+        res('module.vpc.aws_subnet.private["a,b"]'), ...byId(res('Random_id.Suffix'), res('module.é.null_resource.café', a3)),
+      ]);
+      expect(await ids('?type=resources&sort=-source_updated_at&fields=address')).to.deep.equal([
+        res('aws_vpc.main', a3), res('aws_vpc.main', a5),
+        ...byId(res('aws_instance.web[0]'), res('aws_instance.web[1]'), res('terraform_data.marker'), res('Random_id.Suffix'), res('module.app.internal_thing.x')),
+        res('module.vpc.aws_subnet.private["a,b"]'), res('module.é.null_resource.café', a3),
+      ]);
     });
   });
 

@@ -353,6 +353,10 @@ const VALID_FILTERS: Record<string, { field: string; operator: string; value: st
   tf_versions: [{ field: 'workspace_count', operator: 'gteq', value: ['1'] }, { field: 'version', operator: 'is_not', value: ['1.5.7'] }],
   providers: [{ field: 'registry_type', operator: 'is', value: ['public'] }, { field: 'name', operator: 'does not contain', value: ['x'] }],
   modules: [{ field: 'registry_type', operator: 'is_not_empty', value: [] }, { field: 'version', operator: 'contains', value: ['5'] }],
+  resources: [
+    { field: 'provider_type', operator: 'is', value: ['aws_instance'] }, { field: 'billable_rum', operator: 'is', value: ['false'] },
+    { field: 'source_updated_at', operator: 'is_before', value: ['2024-06-01'] }, { field: 'module_name', operator: 'is_not', value: ['root'] },
+  ],
 };
 
 const nameArb = fc.oneof(

@@ -265,7 +265,7 @@ describe('parseQueryParameters', () => {
         expect(names).to.deep.equal([...names].sort());
         expect(names).to.deep.equal(view.fields.map((f) => f.name));
       }
-      expect(fieldNames('type=providers')).to.deep.equal(['name', 'registry_type', 'source', 'version', 'workspace_count', 'workspaces']);
+      expect(fieldNames('type=providers')).to.deep.equal(['curated', 'name', 'registry_type', 'source', 'version', 'workspace_count', 'workspaces']);
     });
 
     it('rejects an unknown field naming the parameter as sent', () => {
