@@ -22,6 +22,8 @@ export interface SampleOptions {
   workspaces: number;
   /** PRNG seed; the same options give byte-identical files. */
   seed: number;
+  /** false: no workspace_resources rows (and no resource counts), for a sample about workspaces alone. */
+  resources?: boolean;
   /** Called with (workspaces written, total) at most every 50,000 workspaces, and once at the end. */
   onProgress?: (written: number, total: number) => void;
 }
@@ -1019,16 +1021,18 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
 
         // Resources: a workspace that ran has state; one that never ran sometimes has state from local
         // execution (no run id on its resources).
-        const hasState = hasRun || later.chance(0.3);
-        const nRes = resourceCount(later, hasState);
-        if (nRes > 0) {
-          const ri = sv === null ? undefined : RELEASE_INDEX.get(sv);
-          const versions = sv === null ? [] : ri === undefined ? [sv] : [sv, ...RELEASES.slice(Math.max(0, ri - 2), ri)];
-          const olderIso = () => isoTime(created + Math.floor((updated - created) * later.float()));
-          const res = writeResources(later, wsId, nRes, usedProviders, usedModules, runId, versions, updatedIso, olderIso);
-          resOut.add(res.lines, res.count);
-          line += `,"resource_count":${res.count},"current_rum_count":${res.billable}`;
-        } else if (hasState || later.chance(0.5)) line += ',"resource_count":0,"current_rum_count":0';
+        if (opts.resources !== false) {
+          const hasState = hasRun || later.chance(0.3);
+          const nRes = resourceCount(later, hasState);
+          if (nRes > 0) {
+            const ri = sv === null ? undefined : RELEASE_INDEX.get(sv);
+            const versions = sv === null ? [] : ri === undefined ? [sv] : [sv, ...RELEASES.slice(Math.max(0, ri - 2), ri)];
+            const olderIso = () => isoTime(created + Math.floor((updated - created) * later.float()));
+            const res = writeResources(later, wsId, nRes, usedProviders, usedModules, runId, versions, updatedIso, olderIso);
+            resOut.add(res.lines, res.count);
+            line += `,"resource_count":${res.count},"current_rum_count":${res.billable}`;
+          } else if (hasState || later.chance(0.5)) line += ',"resource_count":0,"current_rum_count":0';
+        }
         // A few workspaces of organizations with a private registry were created from one of its modules.
         if (o.privateRegistry && usedModules.length > 0 && later.chance(0.05)) {
           line += `,"source_module_id":"private/${o.name}/${usedModules[0]}/${cloudSuffix(o)}/1.${later.int(10)}.${later.int(10)}"`;

@@ -143,7 +143,13 @@ export function resourceModel(r: Src): { id: string; attributes: Model } {
     },
   };
 }
+/** An organization's resources in the view's default order: workspace_name, address (A–Z folded, then exact), id. */
 export const resourceRows = (org: string = fx.ORG) =>
-  RESOURCES.filter((r) => WS.find((w) => w.id === r.workspace_id)!.organization === org).map(resourceModel);
+  RESOURCES.filter((r) => WS.find((w) => w.id === r.workspace_id)!.organization === org).map(resourceModel).sort((x, y) => {
+    const [a, b] = [x.attributes, y.attributes];
+    const fold = (v: unknown) => String(v).replace(/[A-Z]/g, (c) => c.toLowerCase());
+    return cmpCodePoints(fold(a.workspace_name), fold(b.workspace_name)) || cmpCodePoints(String(a.workspace_name), String(b.workspace_name))
+      || cmpCodePoints(fold(a.address), fold(b.address)) || cmpCodePoints(String(a.address), String(b.address)) || cmpCodePoints(x.id, y.id);
+  });
 
 export const kebab = (m: Model) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k.replace(/_/g, '-'), v]));

@@ -16,7 +16,8 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
-import { WS, workspaceModel, aggregateModel, kebab, type Model } from '../helpers/fixture-model.js';
+import { WS, workspaceModel, aggregateModel, kebab, resourceRows, type Model } from '../helpers/fixture-model.js';
+import { CONTRACT } from '../helpers/contract-fields.js';
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -506,15 +507,15 @@ describe('HTTP explorer filters', function () {
     });
   });
 
-  describe('every operator of every workspaces field, against the fixture model', () => {
-    // The model evaluates interface §4 on the fixture rows; one request per (field, operator, value).
-    const TYPES: Record<string, 'string' | 'number' | 'boolean' | 'datetime'> = {
-      all_checks_succeeded: 'boolean', checks_errored: 'number', checks_failed: 'number', checks_passed: 'number', checks_unknown: 'number',
-      current_run_applied_at: 'datetime', current_run_external_id: 'string', current_run_status: 'string', drifted: 'boolean',
-      external_id: 'string', module_count: 'number', modules: 'string', organization_name: 'string', project_external_id: 'string',
-      project_name: 'string', provider_count: 'number', providers: 'string', resources_drifted: 'number', resources_undrifted: 'number',
-      state_version_terraform_version: 'string', tags: 'string', vcs_repo_identifier: 'string', workspace_created_at: 'datetime',
-      workspace_name: 'string', workspace_terraform_version: 'string', workspace_updated_at: 'datetime',
+  describe('every operator of every field, against the fixture model', () => {
+    // The model evaluates interface §4 on the fixture rows; one request per (view, field, operator, value).
+    // Workspaces and resources come back in the model's default order; aggregate rows are compared by id.
+    const VIEWS: Record<string, { rows: { id: string; attributes: Model }[]; ordered: boolean }> = {
+      workspaces: { rows: DEFAULT_ORDER.map((id) => ({ id, attributes: MODEL.get(id)! })), ordered: true },
+      resources: { rows: resourceRows(), ordered: true },
+      tf_versions: { rows: aggregateModel('tf_versions'), ordered: false },
+      providers: { rows: aggregateModel('providers'), ordered: false },
+      modules: { rows: aggregateModel('modules'), ordered: false },
     };
     const OPS = {
       string: ['is', 'is_not', 'contains', 'does not contain', 'is_empty', 'is_not_empty'],
@@ -524,11 +525,10 @@ describe('HTTP explorer filters', function () {
     };
     const fold = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
     const ms = (iso: string) => Date.parse(iso.replace(/\+00:00$/, 'Z'));
-    function evaluate(row: Model, field: string, op: string, value: string): boolean {
-      const v = row[field];
+    function evaluate(type: string, v: Model[string], op: string, value: string): boolean {
       if (op === 'is_empty') return v === null || v === '';
       if (op === 'is_not_empty') return !(v === null || v === '');
-      switch (TYPES[field]) {
+      switch (type) {
         case 'string':
           if (op === 'is') return v === value;
           if (op === 'is_not') return v !== value; // null kept
@@ -546,13 +546,12 @@ describe('HTTP explorer filters', function () {
           if (v === null) return false;
           return op === 'is_before' ? ms(String(v)) < ms(value) : ms(String(v)) > ms(value);
       }
-      throw new Error(field);
+      throw new Error(type);
     }
     /** One probe value per operator: the median of the field's non-null values in the model (a substring for contains). */
-    function valuesFor(field: string, op: string): string[] {
+    function valuesFor(type: string, seen: Model[string][], op: string): string[] {
       if (op.endsWith('empty')) return [''];
-      const seen = [...new Set([...MODEL.values()].map((m) => m[field]).filter((v) => v !== null))];
-      switch (TYPES[field]) {
+      switch (type) {
         case 'boolean': return ['true', 'FALSE'];
         case 'number': {
           const sorted = (seen as number[]).sort((x, y) => x - y);
@@ -568,16 +567,20 @@ describe('HTTP explorer filters', function () {
         }
       }
     }
-    for (const field of Object.keys(TYPES)) {
-      it(field, async () => {
-        const ops = OPS[TYPES[field]!];
-        const checks = ops.flatMap((op) => valuesFor(field, op).map((value) => ({ op, value })));
-        const results = await Promise.all(checks.map(({ op, value }) => ids(rawQuery('workspaces', [[field, op, [value]]]))));
-        checks.forEach(({ op, value }, i) => {
-          const expected = DEFAULT_ORDER.filter((id) => evaluate(MODEL.get(id)!, field, op, value));
-          expect(results[i], `${field} ${op} ${JSON.stringify(value)}`).to.deep.equal(expected);
+    for (const [view, { rows: model, ordered }] of Object.entries(VIEWS)) {
+      for (const [field, type] of Object.entries(CONTRACT[view]!)) {
+        it(`${view}.${field}`, async () => {
+          const seen = [...new Set(model.map((m) => m.attributes[field]).filter((v) => v !== null))];
+          expect(seen.length, 'the fixture has values to probe').to.be.above(0);
+          const checks = OPS[type].flatMap((op) => valuesFor(type, seen, op).map((value) => ({ op, value })));
+          const results = await Promise.all(checks.map(({ op, value }) => ids(rawQuery(view, [[field, op, [value]]]))));
+          checks.forEach(({ op, value }, i) => {
+            const expected = model.filter((m) => evaluate(type, m.attributes[field]!, op, value)).map((m) => m.id);
+            const got = ordered ? results[i]! : [...results[i]!].sort();
+            expect(got, `${view}: ${field} ${op} ${JSON.stringify(value)}`).to.deep.equal(ordered ? expected : expected.sort());
+          });
         });
-      });
+      }
     }
   });
 

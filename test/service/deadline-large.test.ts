@@ -57,7 +57,7 @@ describe('a query past its deadline on a large organization', function () {
   before(async () => {
     h = await startHarness({
       env: { POOL_WORKERS: '1', WORKER_CONCURRENCY: '1' },
-      writeSource: (dir) => writeSample(dir, { organizations: 1, workspaces: 80_000, seed: 7 }),
+      writeSource: (dir) => writeSample(dir, { organizations: 1, workspaces: 80_000, seed: 7, resources: false }),
     });
     control = await controlMs(h.dataDir, 2);
     deadline = Math.max(5, Math.floor(control / DEADLINE_SHARE));

@@ -84,7 +84,7 @@ describe('a load killed midway', function () {
   it('leaves the current snapshot serving, makes nothing half-written current, and the next load succeeds', async () => {
     const before = await readCurrentId(h.dataDir);
     const source = join(h.dataDir, 'big-source');
-    await writeSample(source, { organizations: 5, workspaces: 40000, seed: 4 });
+    await writeSample(source, { organizations: 5, workspaces: 40000, seed: 4, resources: false });
     const child: ChildProcess = spawn(process.execPath, [CLI, 'load', source], { env: { ...process.env, DATA_DIR: h.dataDir }, stdio: 'ignore' });
     // Kill it once it has started writing the snapshot's files.
     await waitFor(() => readdirSync(join(h.dataDir, 'snapshots')).some((n) => n.startsWith('.tmp-')), 60_000, 'load writing');
@@ -209,7 +209,7 @@ describe('a load failing on a full disk', function () {
     expect((await query()).status).to.equal(200);
 
     const big = join(tmpdir(), `explorer-big-${process.pid}`);
-    await writeSample(big, { organizations: 3, workspaces: 20000, seed: 6 });
+    await writeSample(big, { organizations: 3, workspaces: 20000, seed: 6, resources: false });
     let failure: Error | undefined;
     await loadSnapshot(big, { dataDir: mountPoint }).catch((e: Error) => { failure = e; });
     expect(failure?.message ?? 'the load succeeded').to.match(/space|ENOSPC|No space/i);

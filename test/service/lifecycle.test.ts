@@ -25,7 +25,7 @@ describe('the serve process', function () {
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'explorer-serve-'));
-    await writeSample(join(dataDir, 'source'), { organizations: 2, workspaces: 24000, seed: 5 });
+    await writeSample(join(dataDir, 'source'), { organizations: 2, workspaces: 24000, seed: 5, resources: false });
     await loadSnapshot(join(dataDir, 'source'), { dataDir });
     const store = await openStateStore({ dataDir });
     token = (await issueToken(store, { kind: 'organization', organization: 'acme-corp' })).token;

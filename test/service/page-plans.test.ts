@@ -30,6 +30,13 @@ const QUERIES = [
   'type=workspaces&fields=tags,current_run_applied_at,checks_failed,drifted,workspace_terraform_version,modules&filter%5B0%5D%5Btags%5D%5Bis_not_empty%5D%5B0%5D=',
   'type=workspaces&page%5Bsize%5D=100&sort=-current_run_applied_at',
   'type=modules&page%5Bsize%5D=100&filter%5B0%5D%5Bversion%5D%5Bis_empty%5D%5B0%5D=',
+  'type=resources',
+  'type=resources&page%5Bnumber%5D=4&page%5Bsize%5D=50',
+  'type=resources&sort=-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance',
+  'type=resources&sort=terraform_version,address&fields=address,terraform_version,billable_rum&filter%5B0%5D%5Bbillable_rum%5D%5Bis%5D%5B0%5D=false',
+  'type=resources&sort=-module_name&filter%5B0%5D%5Bsource_type%5D%5Bis%5D%5B0%5D=local',
+  'type=workspaces&sort=-current_rum_count&fields=workspace_name,resource_count,current_rum_count,source_module_id',
+  'type=providers&filter%5B0%5D%5Bcurated%5D%5Bis%5D%5B0%5D=true',
 ];
 
 describe('the two page plans', function () {
@@ -114,6 +121,8 @@ describe('the two page plans', function () {
       'type=providers',
       'type=modules&filter%5B0%5D%5Bversion%5D%5Bis_empty%5D%5B0%5D=',
       'type=tf_versions',
+      'type=resources',
+      'type=resources&filter%5B0%5D%5Bprovider_name%5D%5Bcontains%5D%5B0%5D=HASHICORP%2Faws',
     ];
     const csvLines = (view: string) => JSON.parse(readFileSync(join(snapshotPath(dir, currentId), 'manifest.json'), 'utf8')).csvLines[view] as number[];
     let currentId: string;

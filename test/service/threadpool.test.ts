@@ -29,7 +29,7 @@ describe('the libuv threadpool with many stalled exports', function () {
   before(async () => {
     h = await startHarness({
       env: { QUERY_TIMEOUT_MS: String(DEADLINE_MS), POOL_MAX_WAIT_MS: '10000' },
-      writeSource: (dir) => writeSample(dir, { organizations: 2, workspaces: 24000, seed: 5 }),
+      writeSource: (dir) => writeSample(dir, { organizations: 2, workspaces: 24000, seed: 5, resources: false }),
     });
   });
   after(async () => {
