@@ -54,7 +54,7 @@ async function load(argv: string[]): Promise<number> {
     const { manifest, seconds } = await loadSnapshot(dir, { dataDir: config.dataDir, onProgress: progress });
     if (isTty) process.stderr.write('\r\x1b[K');
     const c = manifest.counts;
-    console.log(`loaded snapshot ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows in ${seconds.toFixed(1)} s`);
+    console.log(`loaded snapshot ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows, ${c.workspace_resources ?? 0} resource rows in ${seconds.toFixed(1)} s`);
     return 0;
   } catch (e) {
     if (isTty) process.stderr.write('\r\x1b[K');

@@ -127,12 +127,19 @@ describe('the explorer page in a real browser', function () {
       await page.goto(`${h.url}/explorer`);
       await page.waitForSelector('html[data-ready=true]');
       expect(await activeId(), 'an empty token field has the focus').to.equal('token');
-      expect(await page.locator('#view option').allTextContents()).to.deep.equal(['workspaces', 'tf_versions', 'providers', 'modules']);
+      expect(await page.locator('#view option').allTextContents()).to.deep.equal(['workspaces', 'tf_versions', 'providers', 'modules', 'resources']);
       await page.fill('#token', h.tokens.org);
       await page.fill('#org', ORG);
       await page.selectOption('#view', 'tf_versions');
       await settled();
-      expect(await headers()).to.deep.equal(['version', 'workspace_count', 'workspaces']);
+      expect(await headers()).to.deep.equal(['unique_identifier', 'version', 'workspace_count', 'workspaces']);
+      await page.selectOption('#view', 'resources');
+      await settled();
+      const resourceFields = ['address', 'billable_rum', 'module_name', 'name', 'organization_external_id', 'project_external_id',
+        'project_name', 'provider_name', 'provider_type', 'source_id', 'source_type', 'source_updated_at', 'terraform_version',
+        'workspace_external_id', 'workspace_name'];
+      expect(await headers()).to.deep.equal(resourceFields);
+      expect(await tableRows()).to.deep.equal(await apiRows([['type', 'resources']], resourceFields));
       await page.selectOption('#view', 'workspaces');
       await settled();
       expect(await headers()).to.deep.equal(ALL_WS);

@@ -99,7 +99,7 @@ describe('loading snapshots', function () {
     })();
     const { code, stdout } = await cli(['load', dir], h.dataDir);
     expect(code, stdout).to.equal(0);
-    expect(stdout).to.match(/^loaded snapshot \S+: 3 organizations, 6 workspaces, 9 provider rows, 4 module rows in [\d.]+ s\n$/);
+    expect(stdout).to.match(/^loaded snapshot \S+: 3 organizations, 6 workspaces, 9 provider rows, 4 module rows, 10 resource rows in [\d.]+ s\n$/);
     await waitFor(async () => (await names()).every((n: string) => n.startsWith('v2-')), 5000);
     stop = true;
     await hammer;
