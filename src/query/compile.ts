@@ -43,6 +43,10 @@ export interface CompileTarget {
    * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
    */
   csvLines?: readonly number[];
+  /** Rows of the whole view table: the row-id fetch plan's fixed cost grows with it (wholeOrganizationLimit). */
+  tableRows?: number;
+  /** Each organization's rows are stored in the view's default order: a page in that order sorts by rowid. */
+  defaultOrderStored?: boolean;
 }
 
 /**
@@ -51,6 +55,14 @@ export interface CompileTarget {
  * fetch costs more than reading a few hundred rows outright (docs/performance.md).
  */
 export const SMALL_ORGANIZATION_ROWS = 1000;
+
+/**
+ * The largest organization whose page reads its rows whole. The fetch plan scans the table for the page's
+ * row ids, which costs more the larger the table: measured on the bench snapshot, the two plans cost the
+ * same near 3,000 rows of a 1M-row table (workspaces) and near 60,000 of a 21M-row one (resources), about
+ * a four-hundredth of the table either way (docs/performance.md).
+ */
+export const wholeOrganizationLimit = (tableRows = 0) => Math.max(SMALL_ORGANIZATION_ROWS, Math.round(tableRows / 400));
 
 const ident = (name: string) => {
   // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
@@ -157,21 +169,24 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const params: SqlValue[] = [target.organization];
   const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
   const from = `FROM ${target.relation}\nWHERE ${where}`;
-  const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
+  const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
+  const defaultSorted = sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
   const rowJson = target.rowJson === true;
-  const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
-  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y)
-    && sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
+  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
   const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
-  const small = target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
+  const small = target.organizationRows !== undefined && target.organizationRows <= wholeOrganizationLimit(target.tableRows);
+  // Rows stored in the default order: that order is the row number's, an integer instead of folded strings.
+  const byRowid = target.defaultOrderStored === true && defaultSorted;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A small organization's matching rows are read whole anyway: counting them there is nearly free.
   const pageCountsTotal = small && knownTotal === undefined;
   // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
+  const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
+  const orderBy = `ORDER BY ${byRowid ? '"_rowid" ASC' : sortTerms.join(', ')}`;
   const pageSql = small
-    ? `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
-    : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
+    ? `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}${byRowid ? ', rowid AS "_rowid"' : ''}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
+    : `${select}\n${from}\n${byRowid ? 'ORDER BY rowid ASC' : orderBy}\nLIMIT ? OFFSET ?`;
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
     page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },
@@ -182,7 +197,7 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
       // No ORDER BY: the rows are stored in this order, and DuckDB keeps the order of a plain scan
       // (preserve_insertion_order), so the first line leaves before the last row is read.
       ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${from}`, params: [...params] }
-      : { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\n${orderBy}`, params: [...params] },
+      : { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\nORDER BY ${sortTerms.join(', ')}`, params: [...params] },
     exportLines,
   };
 }

@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
+import type { CompileTarget } from '../query/compile.js';
 import {
   pruneSnapshots, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
@@ -30,6 +31,8 @@ export interface Snapshot {
   relation(view: string): string;
   /** Rows of `organization` in `view`, when the manifest records them (snapshots from before it did not). */
   rowsOf(view: string, organization: string): number | undefined;
+  /** What the compiler needs to know of a view of this snapshot to choose a plan for `organization`. */
+  target(view: string, organization: string): CompileTarget;
 }
 
 export interface Lease {
@@ -86,7 +89,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
     attachment = { alias: `snapshot_${id.replace(/[^0-9A-Za-z]/g, '_')}`, path };
   }
-  return {
+  const snapshot: Snapshot = {
     id,
     attachment,
     manifest,
@@ -103,7 +106,21 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       if (!relation) throw new Error(`snapshot ${id} has no file for view ${view}`);
       return attachment ? `"${attachment.alias}"."${view}"` : relation;
     },
+    target(view, organization) {
+      const csvLines = snapshot.csvLines(view);
+      return {
+        relation: snapshot.relation(view),
+        organization,
+        organizationRows: snapshot.rowsOf(view, organization),
+        tableRows: manifest.rows[view],
+        rowJson: snapshot.rowJson,
+        csvLines,
+        // The DuckDB files that store CSV lines store each organization's rows in the default order too.
+        defaultOrderStored: csvLines !== undefined,
+      };
+    },
   };
+  return snapshot;
 }
 
 export class SnapshotRegistry {

@@ -108,9 +108,12 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
-    for (const { view, file, select } of viewStatements()) {
+    for (const { view, file, sorted, derive } of viewStatements()) {
+      progress(`sorting ${view}`);
+      await db.run(`CREATE TEMP TABLE sorted_rows AS ${sorted}`);
       progress(`writing ${view}`);
-      await db.run(`CREATE TABLE snapshot_out."${view}" AS ${select}`);
+      await db.run(`CREATE TABLE snapshot_out."${view}" AS ${derive('sorted_rows')}`);
+      await db.run('DROP TABLE sorted_rows');
       await db.run(parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
       const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
       organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));

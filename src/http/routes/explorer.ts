@@ -33,8 +33,7 @@ export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const snapshot = ctx.state.lease!.snapshot;
   const organization = ctx.state.organization!;
-  const organizationRows = snapshot.rowsOf(query.view.name, organization);
-  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, organizationRows, rowJson: snapshot.rowJson });
+  const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const base = baseUrl(ctx, deps.config.publicUrl);
   const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
   ctx.set('Cache-Control', REVALIDATE);
@@ -83,7 +82,7 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}
 export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
   const organization = ctx.state.organization!;
   const snapshot = ctx.state.lease!.snapshot;
-  const compiled = compileQuery(query, { relation: snapshot.relation(query.view.name), organization, csvLines: snapshot.csvLines(query.view.name) });
+  const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const header = query.fields.map((f) => f.name).join(',');
   const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
   ctx.set('Cache-Control', REVALIDATE);
