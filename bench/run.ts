@@ -125,7 +125,12 @@ async function inProcess(dir: string, org: string, organizationRows: number, que
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { database?: string };
   if (manifest.database) await c.run(`ATTACH '${join(dir, manifest.database)}' AS snapshot (READ_ONLY)`);
   const relation = manifest.database ? `snapshot."${q.view.name}"` : `read_parquet('${join(dir, q.view.file)}')`;
-  const compiled = compileQuery(q, { relation, organization: org, organizationRows });
+  const rows = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { rows: Record<string, number>; csvLines?: Record<string, number[]> };
+  // The target the server builds (Snapshot.target): the same plan, so that G compares like with like.
+  const compiled = compileQuery(q, {
+    relation, organization: org, organizationRows, tableRows: rows.rows[q.view.name], rowJson: manifest.database !== undefined,
+    defaultOrderStored: manifest.database !== undefined && rows.csvLines?.[q.view.name] !== undefined,
+  });
   // As the worker runs them: prepared once on a kept connection, the count only when the page has no total.
   const count = compiled.knownTotal === undefined && !compiled.pageCountsTotal ? await c.prepare(compiled.count.sql) : null;
   const page = await c.prepare(compiled.page.sql);
