@@ -88,6 +88,24 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     preserve_insertion_order: 'false',
   });
   const db = await instance.connect();
+  // Tracked, not printed: the loader reports it itself (a big view's sort and write take minutes).
+  await db.run('SET enable_progress_bar = true');
+  await db.run('SET enable_progress_bar_print = false');
+  /** Runs one long statement, reporting DuckDB's own estimate of how far it is, every second. */
+  const step = async (label: string, sql: string) => {
+    progress(label);
+    const started = performance.now();
+    const ticker = setInterval(() => {
+      const { percentage } = db.progress;
+      const seconds = Math.round((performance.now() - started) / 1000);
+      progress(`${label}: ${percentage >= 0 ? `${Math.floor(percentage)} %, ` : ''}${seconds} s`);
+    }, 1000);
+    try {
+      await db.run(sql);
+    } finally {
+      clearInterval(ticker);
+    }
+  };
   try {
     progress('reading the source into DuckDB');
     for (const sql of stagingStatements(validation.files)) await db.run(sql);
@@ -109,12 +127,10 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
     for (const { view, file, sorted, derive } of viewStatements()) {
-      progress(`sorting ${view}`);
-      await db.run(`CREATE TEMP TABLE sorted_rows AS ${sorted}`);
-      progress(`writing ${view}`);
-      await db.run(`CREATE TABLE snapshot_out."${view}" AS ${derive('sorted_rows')}`);
+      await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted}`);
+      await step(`writing ${view}`, `CREATE TABLE snapshot_out."${view}" AS ${derive('sorted_rows')}`);
       await db.run('DROP TABLE sorted_rows');
-      await db.run(parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
+      await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
       const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
       organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));
       rows[view] = Object.values(organizationRows[view]!).reduce((a, b) => a + b, 0);
