@@ -50,9 +50,10 @@ export interface CompileTarget {
 }
 
 /**
- * Up to this many rows, a page reads the organization's rows whole, then sorts them. Above it, DuckDB's
- * own plan (top-N over the sort columns, then fetching the page's rows by row id) is faster; below it, that
- * fetch costs more than reading a few hundred rows outright (docs/performance.md).
+ * Up to this many rows, a page always reads the organization's rows whole, then sorts them; in a large table
+ * the line is higher (wholeOrganizationLimit). Above it, DuckDB's own plan (top-N over the sort columns,
+ * then fetching the page's rows by row id) is faster; below it, that fetch costs more than reading the rows
+ * outright (docs/performance.md).
  */
 export const SMALL_ORGANIZATION_ROWS = 1000;
 
@@ -176,17 +177,17 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
   const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   const small = target.organizationRows !== undefined && target.organizationRows <= wholeOrganizationLimit(target.tableRows);
-  // Rows stored in the default order: that order is the row number's, an integer instead of folded strings.
-  const byRowid = target.defaultOrderStored === true && defaultSorted;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A small organization's matching rows are read whole anyway: counting them there is nearly free.
   const pageCountsTotal = small && knownTotal === undefined;
-  // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
   const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
-  const orderBy = `ORDER BY ${byRowid ? '"_rowid" ASC' : sortTerms.join(', ')}`;
+  // Rows stored in the default order: that order is the row number's, an integer instead of folded strings.
+  const byRowid = target.defaultOrderStored === true && defaultSorted;
+  const orderBy = `ORDER BY ${byRowid ? (small ? '"_rowid" ASC' : 'rowid ASC') : sortTerms.join(', ')}`;
+  // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
   const pageSql = small
     ? `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}${byRowid ? ', rowid AS "_rowid"' : ''}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
-    : `${select}\n${from}\n${byRowid ? 'ORDER BY rowid ASC' : orderBy}\nLIMIT ? OFFSET ?`;
+    : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
     page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },

@@ -1,7 +1,8 @@
-// The Parquet file of each view: one row per view row, every field precomputed, hidden `_org` and `_id`
-// columns, a `<column>__f` ASCII-folded copy beside each string field and a `<column>__vk` order key
-// beside each version field. Sorted by organization so that a
-// query reads only its organization's row groups.
+// Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
+// precomputed, hidden `_org` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field
+// and a `<column>__vk` order key beside each version field; the DuckDB table also holds each row's JSON and
+// CSV line. Sorted by organization, then the view's default order, so that a query reads only its
+// organization's row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
 import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { csvLineSql, defaultOrder, jsonValueSql } from '../query/compile.js';
