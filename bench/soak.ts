@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     '?type=workspaces', '?type=workspaces&sort=-workspace_updated_at&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api',
     '?type=providers&sort=-workspace_count', '?type=modules', '?type=tf_versions',
     '?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true&page%5Bnumber%5D=2',
+    '?type=resources', '?type=resources&sort=-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance',
   ];
 
   // Saved-view writes run beside the HTTP load: create, rename, delete, over and over.
