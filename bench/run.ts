@@ -156,7 +156,12 @@ async function inProcess(dir: string, org: string, organizationRows: number, que
 async function csvScenario(label: string, view: string, org: string, token: string, pid: number, target: string): Promise<void> {
   log(`${label}: CSV export of ${org}'s ${view} (3 runs)`);
   const runs = [];
-  for (let i = 0; i < 3; i++) runs.push(await exportOnce(`${serverUrl}/api/v2/organizations/${org}/explorer/export/csv?type=${view}`, token, pid));
+  for (let i = 0; i < 3; i++) {
+    const one = await exportOnce(`${serverUrl}/api/v2/organizations/${org}/explorer/export/csv?type=${view}`, token, pid);
+    // Each run's own growth: a cache that fills once shows on the first run only, a leak on every one.
+    log(`${label} run ${i + 1}: ${round(one.bytes / 1e6 / one.seconds)} MB/s, RSS +${round(one.rssGrowth)} MB (now ${round(rssMb(pid))} MB)`);
+    runs.push(one);
+  }
   const best = runs.reduce((a, b) => (b.bytes / b.seconds > a.bytes / a.seconds ? b : a));
   const mbs = best.bytes / 1e6 / best.seconds;
   const ttfb = Math.min(...runs.map((x) => x.ttfb));
