@@ -16,6 +16,7 @@ import { compileQuery } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
+import { openSnapshot } from '../src/snapshots/current-snapshot.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { CLI, cpuSeconds, ROOT, rssMb, startServerProcess, stopServerProcess } from './lib.js';
@@ -115,22 +116,16 @@ async function cannon(label: string, opts: autocannon.Options): Promise<autocann
 }
 const cpu = () => `, CPU ${round(lastCpuMs, 2)} ms/req`;
 
-/** The worker's work for a query string, in-process, on one kept connection. */
-async function inProcess(dir: string, org: string, organizationRows: number, query: string, times = 40): Promise<number> {
+/** The worker's work for a query string, in-process, on one kept connection, with the plan the server chooses. */
+async function inProcess(id: string, org: string, query: string, times = 40): Promise<number> {
   const db = await openInstance(':memory:', { threads: '1' });
   const c = await db.connect();
   await c.run('SET GLOBAL parquet_metadata_cache = true');
   const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
-  // The same storage the service reads: the snapshot's DuckDB file when it has one, else its Parquet files.
-  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { database?: string };
-  if (manifest.database) await c.run(`ATTACH '${join(dir, manifest.database)}' AS snapshot (READ_ONLY)`);
-  const relation = manifest.database ? `snapshot."${q.view.name}"` : `read_parquet('${join(dir, q.view.file)}')`;
-  const rows = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { rows: Record<string, number>; csvLines?: Record<string, number[]> };
-  // The target the server builds (Snapshot.target): the same plan, so that G compares like with like.
-  const compiled = compileQuery(q, {
-    relation, organization: org, organizationRows, tableRows: rows.rows[q.view.name], rowJson: manifest.database !== undefined,
-    defaultOrderStored: manifest.database !== undefined && rows.csvLines?.[q.view.name] !== undefined,
-  });
+  // The same storage and the same compile target as the service (Snapshot.target), so G compares like with like.
+  const snapshot = await openSnapshot(BENCH_DIR, id);
+  if (snapshot.attachment) await c.run(`ATTACH '${snapshot.attachment.path}' AS "${snapshot.attachment.alias}" (READ_ONLY)`);
+  const compiled = compileQuery(q, snapshot.target(q.view.name, org));
   // As the worker runs them: prepared once on a kept connection, the count only when the page has no total.
   const count = compiled.knownTotal === undefined && !compiled.pageCountsTotal ? await c.prepare(compiled.count.sql) : null;
   const page = await c.prepare(compiled.page.sql);
@@ -307,9 +302,7 @@ async function main(): Promise<void> {
       for (const [label, query, httpResult] of [['A', A_QUERY, results.A], ['C', C_QUERY, results.C], ['R1', R1_QUERY, results.R1], ['R2', R2_QUERY, results.R2]] as const) {
         if (!httpResult) continue;
         log(`G: in-process DuckDB for ${label}`);
-        const rowsOf = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')).organizationRows as Record<string, Record<string, number>>;
-        const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
-        const engine = await inProcess(dir, largest.name, rowsOf[q.view.name]![largest.name]!, query);
+        const engine = await inProcess(id, largest.name, query);
         const ratio = httpResult.latency.p50 / engine;
         rows.push({ scenario: `G-${label}`, what: `HTTP p50 ÷ in-process DuckDB p50 (${label})`, p50_ms: round(engine),
           measured: `${httpResult.latency.p50} ms ÷ ${round(engine)} ms = ${round(ratio, 2)}`, target: '≤ 1.2', pass: ratio <= 1.2 });

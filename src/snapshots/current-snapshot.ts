@@ -23,15 +23,11 @@ export interface Snapshot {
   manifest: Manifest;
   access: AccessData;
   organizations: ReadonlySet<string>;
-  /** Pages may read the row JSON (compile.ts): the snapshot's DuckDB file has it. */
-  rowJson: boolean;
-  /** The fields of a view's stored CSV lines, when the snapshot's DuckDB file has them (compile.ts). */
-  csvLines(view: string): readonly number[] | undefined;
-  /** SQL relation of a view's rows; the path is ours, never a client's. */
-  relation(view: string): string;
-  /** Rows of `organization` in `view`, when the manifest records them (snapshots from before it did not). */
-  rowsOf(view: string, organization: string): number | undefined;
-  /** What the compiler needs to know of a view of this snapshot to choose a plan for `organization`. */
+  /**
+   * What the compiler needs to know of a view of this snapshot for `organization`: where its rows are (the
+   * DuckDB file's table, else the Parquet file; paths are ours, never a client's), how many the organization
+   * and the table have, and which serving columns and stored order the DuckDB file has.
+   */
   target(view: string, organization: string): CompileTarget;
 }
 
@@ -89,38 +85,30 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
     attachment = { alias: `snapshot_${id.replace(/[^0-9A-Za-z]/g, '_')}`, path };
   }
-  const snapshot: Snapshot = {
+  return {
     id,
     attachment,
     manifest,
     access,
     organizations: new Set(access.organizations),
-    rowJson: attachment !== null && manifest.rowJson === true,
-    csvLines: (view) => (attachment ? manifest.csvLines?.[view] : undefined),
-    rowsOf(view, organization) {
-      const rows = manifest.organizationRows?.[view];
-      return rows ? (rows[organization] ?? 0) : undefined;
-    },
-    relation(view) {
-      const relation = paths.get(view);
-      if (!relation) throw new Error(`snapshot ${id} has no file for view ${view}`);
-      return attachment ? `"${attachment.alias}"."${view}"` : relation;
-    },
     target(view, organization) {
-      const csvLines = snapshot.csvLines(view);
+      const parquet = paths.get(view);
+      if (!parquet) throw new Error(`snapshot ${id} has no file for view ${view}`);
+      const csvLines = attachment ? manifest.csvLines?.[view] : undefined;
+      const rows = manifest.organizationRows?.[view];
       return {
-        relation: snapshot.relation(view),
+        relation: attachment ? `"${attachment.alias}"."${view}"` : parquet,
         organization,
-        organizationRows: snapshot.rowsOf(view, organization),
+        // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
+        organizationRows: rows ? (rows[organization] ?? 0) : undefined,
         tableRows: manifest.rows[view],
-        rowJson: snapshot.rowJson,
+        rowJson: attachment !== null && manifest.rowJson === true,
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
         defaultOrderStored: csvLines !== undefined,
       };
     },
   };
-  return snapshot;
 }
 
 export class SnapshotRegistry {

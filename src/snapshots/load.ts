@@ -49,19 +49,20 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   const tmp = join(root, `.tmp-${id}`);
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
-    const { rows, organizationRows } = await buildViewFiles(validation, tmp, opts, progress);
+    const views = viewStatements();
+    const { rows, organizationRows } = await buildViewFiles(validation, views, tmp, opts, progress);
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
     const manifest: Manifest = {
       id,
       createdAt: new Date().toISOString(),
       source,
       counts: validation.counts,
-      files: Object.fromEntries(viewStatements().map((v) => [v.view, v.file])),
+      files: Object.fromEntries(views.map((v) => [v.view, v.file])),
       database: DATABASE_FILE,
       rows,
       organizationRows,
       rowJson: true,
-      csvLines: Object.fromEntries(viewStatements().map((v) => [v.view, v.csvLines])),
+      csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -80,7 +81,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   }
 }
 
-async function buildViewFiles(validation: ValidationResult, dir: string, opts: LoadOptions, progress: (m: string) => void) {
+async function buildViewFiles(validation: ValidationResult, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions, progress: (m: string) => void) {
   const instance = await openInstance(':memory:', {
     threads: String(opts.threads ?? 2),
     memory_limit: opts.memoryLimit ?? '3GB',
@@ -126,7 +127,7 @@ async function buildViewFiles(validation: ValidationResult, dir: string, opts: L
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
-    for (const { view, file, sorted, derive } of viewStatements()) {
+    for (const { view, file, sorted, derive } of views) {
       await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted}`);
       await step(`writing ${view}`, `CREATE TABLE snapshot_out."${view}" AS ${derive('sorted_rows')}`);
       await db.run('DROP TABLE sorted_rows');
