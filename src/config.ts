@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { ENGINE_PATTERN } from './catalog/catalog.js';
+import { DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP } from './snapshots/snapshot-dir.js';
 
 export interface Config {
   dataDir: string;
@@ -29,6 +30,8 @@ export interface Config {
   rateLimitWindowMs: number;
   /** Bytes of finished JSON pages kept by entity tag (0: off). */
   responseCacheBytes: number;
+  /** Snapshots kept for history (docs/history.md): the newest this many. */
+  snapshotKeep: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -67,5 +70,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 30, 1),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
     responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,
+    snapshotKeep: int(env, 'SNAPSHOT_KEEP', DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP),
   };
 }

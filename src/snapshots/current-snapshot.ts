@@ -7,14 +7,10 @@ import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
 import type { CompileTarget } from '../query/compile.js';
 import {
-  pruneSnapshots, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest,
+  listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
 
-/** A DuckDB file a worker attaches read-only under `alias` before querying the snapshot. */
-export interface Attachment {
-  alias: string;
-  path: string;
-}
+import type { Attachment } from '../../workers/protocol.js';
 
 export interface Snapshot {
   id: string;
@@ -30,6 +26,10 @@ export interface Snapshot {
    */
   target(view: string, organization: string): CompileTarget;
 }
+
+/** The databases a worker attaches to read `snapshots` (none for a snapshot served from Parquet). */
+export const attachments = (...snapshots: Snapshot[]): Attachment[] =>
+  snapshots.flatMap((s) => (s.attachment ? [s.attachment] : []));
 
 export interface Lease {
   snapshot: Snapshot;
@@ -114,10 +114,19 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
 export class SnapshotRegistry {
   private state: SnapshotState = { status: 'none' };
   private readonly leases = new Map<string, number>();
+  /** The retained snapshots' ids, oldest first (docs/history.md §1), as of the last poll. */
+  private retained: string[] = [];
+  /** Retained snapshots opened for history requests: immutable, so opened once. */
+  private readonly opened = new Map<string, Promise<Snapshot | null>>();
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
 
-  constructor(private readonly dataDir: string, private readonly pollMs: number, private readonly logger: Logger) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly pollMs: number,
+    private readonly logger: Logger,
+    private readonly keep: number,
+  ) {}
 
   async start(): Promise<void> {
     await this.refresh();
@@ -136,7 +145,21 @@ export class SnapshotRegistry {
   /** A lease on the current snapshot, or null when none is usable. Release it when the request ends. */
   acquire(): Lease | null {
     if (this.state.status !== 'ready') return null;
-    const snapshot = this.state.snapshot;
+    return this.lease(this.state.snapshot);
+  }
+
+  /**
+   * The retained snapshots that can be opened, oldest first. One that cannot (damaged, or removed since the
+   * last poll) is left out and logged: history answers from the others.
+   */
+  async history(): Promise<Snapshot[]> {
+    const ids = this.retained;
+    const all = await Promise.all(ids.map((id) => this.open(id)));
+    return all.filter((s): s is Snapshot => s !== null);
+  }
+
+  /** A lease on a retained snapshot, so that retention does not remove it while the request reads it. */
+  lease(snapshot: Snapshot): Lease {
     this.leases.set(snapshot.id, (this.leases.get(snapshot.id) ?? 0) + 1);
     let released = false;
     return {
@@ -151,6 +174,20 @@ export class SnapshotRegistry {
     };
   }
 
+  private open(id: string): Promise<Snapshot | null> {
+    if (this.state.status === 'ready' && this.state.snapshot.id === id) return Promise.resolve(this.state.snapshot);
+    let opening = this.opened.get(id);
+    if (!opening) {
+      opening = openSnapshot(this.dataDir, id).catch((e: Error) => {
+        this.logger.log('error', 'a retained snapshot cannot be opened', { snapshot: id, error: e.message });
+        this.opened.delete(id); // tried again at the next request
+        return null;
+      });
+      this.opened.set(id, opening);
+    }
+    return opening;
+  }
+
   /** Re-reads CURRENT and switches when it names another snapshot. Safe to call at any time. */
   refresh(): Promise<void> {
     this.checking ??= this.check().finally(() => { this.checking = undefined; });
@@ -159,12 +196,26 @@ export class SnapshotRegistry {
 
   private async check(): Promise<void> {
     let id: string | null;
+    let ids: string[];
     try {
-      id = await readCurrentId(this.dataDir);
+      [id, ids] = await Promise.all([readCurrentId(this.dataDir), listSnapshotIds(this.dataDir)]);
     } catch (e) {
       this.logger.log('error', 'cannot read the current snapshot pointer', { error: (e as Error).message });
       return;
     }
+    await this.switchTo(id);
+    // A directory newer than CURRENT is a load between its rename and its switch: not history yet.
+    const loaded = id === null ? [] : ids.filter((s) => s <= id!);
+    this.retained = retainedIds(loaded, this.keep);
+    for (const old of this.opened.keys()) if (!this.retained.includes(old)) this.opened.delete(old);
+    if (ids.length > this.keep) {
+      // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends.
+      const removed = await pruneSnapshots(this.dataDir, this.keep, new Set(this.leases.keys())).catch(() => []);
+      if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
+    }
+  }
+
+  private async switchTo(id: string | null): Promise<void> {
     const shown = this.state.status === 'ready' ? this.state.snapshot.id : this.state.status === 'broken' ? this.state.id : null;
     if (id === shown) return;
     if (id === null) {
@@ -173,12 +224,8 @@ export class SnapshotRegistry {
     }
     try {
       const snapshot = await openSnapshot(this.dataDir, id);
-      const previous = shown;
       this.state = { status: 'ready', snapshot };
-      this.logger.log('info', 'snapshot switched', { snapshot: id, previous });
-      const inUse = new Set(this.leases.keys());
-      const removed = await pruneSnapshots(this.dataDir, inUse).catch(() => []);
-      if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
+      this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
     } catch (e) {
       this.state = { status: 'broken', id, error: (e as Error).message };
       this.logger.log('error', 'the current snapshot cannot be opened', { snapshot: id, error: (e as Error).message });

@@ -11,7 +11,7 @@ import { parquetCopy, viewStatements } from './view-files.js';
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
-  fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
+  DEFAULT_SNAPSHOT_KEEP, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from './snapshot-dir.js';
 
 export class SourceInvalidError extends Error {
@@ -23,6 +23,10 @@ export class SourceInvalidError extends Error {
 
 export interface LoadOptions {
   dataDir: string;
+  /** Snapshots to keep (config.snapshotKeep); older ones are removed after this load. */
+  keep?: number;
+  /** The snapshot's label (docs/history.md): 1–255 characters. */
+  label?: string;
   memoryLimit?: string;
   threads?: number;
   onProgress?: (message: string) => void;
@@ -40,21 +44,28 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   const stat = await fs.stat(source).catch(() => null);
   if (!stat?.isDirectory()) throw new SourceInvalidError([`${sourceDir}: not a directory`], 1);
   const progress = opts.onProgress ?? (() => {});
+  if (opts.label !== undefined) {
+    const length = [...opts.label].length;
+    if (length < 1 || length > 255) throw new SourceInvalidError([`--label: must be 1 to 255 characters, not ${length}`], 1);
+  }
 
   const validation = await validateSource(source, (file, lines) => progress(`validating ${file}: ${lines.toLocaleString('en')} lines`));
   if (validation.errorCount > 0) throw new SourceInvalidError(validation.errors, validation.errorCount);
 
-  const id = newSnapshotId();
   const root = snapshotsDir(opts.dataDir);
-  const tmp = join(root, `.tmp-${id}`);
+  // The id is stamped when the snapshot is made current, not now: id order is then load order.
+  const tmp = join(root, `.tmp-${newSnapshotId()}`);
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
     const views = viewStatements();
     const { rows, organizationRows } = await buildViewFiles(validation, views, tmp, opts, progress);
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
+    const loadedAt = new Date();
+    const id = newSnapshotId(loadedAt);
     const manifest: Manifest = {
       id,
-      createdAt: new Date().toISOString(),
+      createdAt: loadedAt.toISOString(),
+      ...(opts.label === undefined ? {} : { label: opts.label }),
       source,
       counts: validation.counts,
       files: Object.fromEntries(views.map((v) => [v.view, v.file])),
@@ -73,7 +84,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     await fs.rename(tmp, snapshotPath(opts.dataDir, id));
     await fsyncPath(root);
     await writeCurrentId(opts.dataDir, id);
-    await pruneSnapshots(opts.dataDir);
+    await pruneSnapshots(opts.dataDir, opts.keep ?? DEFAULT_SNAPSHOT_KEEP);
     return { manifest, validation, seconds: (performance.now() - started) / 1000 };
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true });

@@ -2,17 +2,24 @@
 //   <id>/            an immutable snapshot: one Parquet file per view, access.json, manifest.json
 //   .tmp-<id>/       a snapshot being written (never current; removed when stale)
 //   CURRENT          the id of the current snapshot, replaced atomically (write, fsync, rename, fsync dir)
+// A snapshot's id is stamped with the moment it was loaded, so that id order is load order: the history
+// (docs/history.md) keeps the newest SNAPSHOT_KEEP of them.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { AccessData } from './source-validator.js';
 
-export const KEEP_SNAPSHOTS = 3;
+/** How many snapshots history keeps when SNAPSHOT_KEEP is not set, and the fewest it may keep. */
+export const DEFAULT_SNAPSHOT_KEEP = 30;
+export const MIN_SNAPSHOT_KEEP = 2;
 const ID = /^\d{8}T\d{6}\d{3}Z-[a-z0-9]{6}$/;
 
 export interface Manifest {
   id: string;
+  /** When the load finished and made the snapshot current: ISO 8601 in UTC; the snapshot's `loaded-at`. */
   createdAt: string;
+  /** A label given at load (`--label`), 1–255 characters; absent when none was given. */
+  label?: string;
   source: string;
   counts: Record<string, number>;
   /** View name → file name inside the snapshot directory. */
@@ -87,15 +94,18 @@ export async function readAccess(dataDir: string, id: string): Promise<AccessDat
   return JSON.parse(await fs.readFile(join(snapshotPath(dataDir, id), 'access.json'), 'utf8')) as AccessData;
 }
 
+/** The retained snapshots among `ids` (sorted, oldest first): the newest `keep`. */
+export const retainedIds = (ids: readonly string[], keep: number): string[] => ids.slice(Math.max(0, ids.length - keep));
+
 /**
- * Removes snapshots beyond the newest KEEP_SNAPSHOTS, never the current one nor any in `inUse`, and
- * abandoned temporary directories older than an hour (a load killed midway).
+ * Removes snapshots beyond the newest `keep`, never the current one nor any in `inUse`, and abandoned
+ * temporary directories older than an hour (a load killed midway).
  */
-export async function pruneSnapshots(dataDir: string, inUse: ReadonlySet<string> = new Set()): Promise<string[]> {
+export async function pruneSnapshots(dataDir: string, keep: number, inUse: ReadonlySet<string> = new Set()): Promise<string[]> {
   const current = await readCurrentId(dataDir);
   const ids = await listSnapshotIds(dataDir);
   const removed: string[] = [];
-  for (const id of ids.slice(0, Math.max(0, ids.length - KEEP_SNAPSHOTS))) {
+  for (const id of ids.slice(0, Math.max(0, ids.length - keep))) {
     if (id === current || inUse.has(id)) continue;
     await fs.rm(snapshotPath(dataDir, id), { recursive: true, force: true });
     removed.push(id);

@@ -123,14 +123,15 @@ describe('loading snapshots', function () {
     expect(manifest.rows.workspaces).to.equal(6);
   });
 
-  it('keeps the three newest snapshots and removes older ones', async () => {
+  it('keeps the newest `keep` snapshots, removes older ones, and stamps ids in load order', async () => {
     const dataDir = join(h.dataDir, 'prune-data');
     const dir = join(h.dataDir, 'prune-source');
     writeSmallSource(dir);
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await loadSnapshot(dir, { dataDir })).manifest.id);
+    for (let i = 0; i < 5; i++) ids.push((await loadSnapshot(dir, { dataDir, keep: 3, label: `load ${i}` })).manifest.id);
+    expect([...ids].sort()).to.deep.equal(ids);
     const left = readdirSync(join(dataDir, 'snapshots')).filter((n) => !n.startsWith('.') && n !== 'CURRENT').sort();
-    expect(left).to.deep.equal(ids.slice(2).sort());
+    expect(left).to.deep.equal(ids.slice(2));
     expect((await fs.readFile(join(dataDir, 'snapshots', 'CURRENT'), 'utf8')).trim()).to.equal(ids[4]);
   });
 });
