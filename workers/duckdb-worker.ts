@@ -10,8 +10,8 @@ import { pageJson } from './page-json.js';
 import { Slot, Slots } from './slots.js';
 import {
   MEMORY_REPORT_MS,
-  type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport, type PageResult,
-  type PageTask, type Task, type WorkerConfig,
+  type Attachment, type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport,
+  type PageResult, type PageTask, type RowsResult, type RowsTask, type Task, type WorkerConfig,
 } from './protocol.js';
 
 const config = workerData as WorkerConfig;
@@ -76,12 +76,13 @@ channel.onmessage = (event) => {
 channel.unref();
 
 // Snapshot databases attached to this worker's instance (instance-wide: every connection sees them).
-// Attached once per snapshot, serialized; detached when idle and no longer among the newest two.
+// Attached once per snapshot, serialized; detached when idle and no longer among the most recently
+// attached `attachedMax` (history reads up to SNAPSHOT_KEEP of them at once; pages read one).
 interface Attached { ready: Promise<void>; running: number; order: number }
 const attached = new Map<string, Attached>();
 let attachOrder = 0;
 
-async function attach(db: DuckDBInstance, target: NonNullable<Task['attach']>): Promise<Attached> {
+async function attach(db: DuckDBInstance, target: Attachment): Promise<Attached> {
   let entry = attached.get(target.alias);
   if (!entry) {
     const ready = (async () => {
@@ -102,7 +103,7 @@ async function attach(db: DuckDBInstance, target: NonNullable<Task['attach']>): 
 }
 
 async function detachStale(db: DuckDBInstance): Promise<void> {
-  const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, 2).map(([alias]) => alias);
+  const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, config.attachedMax).map(([alias]) => alias);
   for (const [alias, entry] of attached) {
     // Prepared statements must never outlive the database they read: a running task's are dropped when it
     // ends, and the snapshot is detached at a later attach.
@@ -128,17 +129,15 @@ async function run<T>(task: Task, body: (slot: Slot, state: Running) => Promise<
   }
   if (Date.now() >= task.deadline) return { ok: false, code: 'timeout', message: 'deadline passed while queued' };
   const db = await database();
-  let snapshot: Attached | undefined;
-  if (task.attach) {
-    try {
-      snapshot = await attach(db, task.attach);
-    } catch (e) {
-      return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
-    }
+  const snapshots: Attached[] = [];
+  try {
+    for (const target of task.attach) snapshots.push(await attach(db, target));
+  } catch (e) {
+    return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
   }
   const slot = await slots.take(db);
   // Counted only once the task holds a connection, so that a failed connect cannot pin the snapshot.
-  if (snapshot) snapshot.running++;
+  for (const snapshot of snapshots) snapshot.running++;
   const state: Running = { connection: slot.connection };
   running.set(task.id, state);
   const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
@@ -154,7 +153,7 @@ async function run<T>(task: Task, body: (slot: Slot, state: Running) => Promise<
     if (state.repeat) clearInterval(state.repeat);
     running.delete(task.id);
     slots.give(slot, !failed && !state.reason);
-    if (snapshot) snapshot.running--;
+    for (const snapshot of snapshots) snapshot.running--;
   }
 }
 
@@ -183,16 +182,18 @@ function checkNotStopped(state: Running): void {
 }
 
 
+const aliasesOf = (task: Task) => task.attach.map((a) => a.alias);
+
 async function page(task: PageTask): Promise<PageResult> {
-  const alias = task.attach?.alias ?? '';
+  const aliases = aliasesOf(task);
   return run(task, async (slot, state) => {
-    const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, alias)).getRows()[0]![0] as bigint);
+    const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, aliases)).getRows()[0]![0] as bigint);
     let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
     let json = '[]';
     let rows = 0;
     if (total === undefined || task.offset < total) {
       checkNotStopped(state);
-      const all = (await slot.readAll(task.page.sql, task.page.params, alias)).getRows();
+      const all = (await slot.readAll(task.page.sql, task.page.params, aliases)).getRows();
       // Serialized here, not in the main thread: structured-cloning row objects costs as much as the query.
       json = pageJson(all, task);
       rows = all.length;
@@ -216,6 +217,22 @@ async function exportCsv(task: ExportTask): Promise<ExportResult> {
   });
 }
 
-export default async function handle(task: Task): Promise<PageResult | ExportResult> {
-  return task.kind === 'page' ? page(task) : exportCsv(task);
+async function rows(task: RowsTask): Promise<RowsResult> {
+  const aliases = aliasesOf(task);
+  return run(task, async (slot, state) => {
+    const results: unknown[][][] = [];
+    for (const statement of task.statements) {
+      checkNotStopped(state);
+      results.push((await slot.readAll(statement.sql, statement.params, aliases)).getRows());
+    }
+    return { ok: true as const, results, memory: await memoryReport(slot.connection) };
+  });
+}
+
+export default async function handle(task: Task): Promise<PageResult | ExportResult | RowsResult> {
+  switch (task.kind) {
+    case 'page': return page(task);
+    case 'export': return exportCsv(task);
+    case 'rows': return rows(task);
+  }
 }

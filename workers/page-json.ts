@@ -42,6 +42,12 @@ export function splitJsonArray(text: string): string[] {
  */
 const element = (text: string) => (text.charCodeAt(0) === 34 && text.includes('\\') ? JSON.stringify(JSON.parse(text)) : text);
 
+/** The `attributes` object of a row from its JSON array of every value (the row-JSON layout). */
+export function rowAttributes(rowJson: string, attributes: readonly string[], valueIndexes: readonly number[]): string {
+  const values = splitJsonArray(rowJson);
+  return `{${attributes.map((a, i) => `${JSON.stringify(a)}:${element(values[valueIndexes[i]!]!)}`).join(',')}}`;
+}
+
 export interface PageShape {
   rowType: string;
   attributes: string[];

@@ -14,13 +14,21 @@ export interface WorkerConfig {
   threads: number;
   memoryLimit: string;
   tempDirectory: string;
+  /** Snapshot databases a worker keeps attached when idle (history reads several at once). */
+  attachedMax: number;
+}
+
+/** A snapshot's DuckDB file, attached read-only under `alias` (an identifier we make, never a client's). */
+export interface Attachment {
+  alias: string;
+  path: string;
 }
 
 interface TaskBase {
   /** Unique per task; cancel messages name it. */
   id: string;
-  /** A snapshot database to attach read-only (once per worker) before running; null for Parquet relations. */
-  attach: { alias: string; path: string } | null;
+  /** The snapshot databases the task reads, attached read-only (once per worker) before it runs; none for Parquet relations. */
+  attach: Attachment[];
   /** Epoch milliseconds at which the worker interrupts the query. */
   deadline: number;
 }
@@ -50,7 +58,13 @@ export interface ExportTask extends TaskBase {
   fifo: string;
 }
 
-export type Task = PageTask | ExportTask;
+/** Statements run in order on one connection; their rows come back as DuckDB gives them (history, docs/history.md). */
+export interface RowsTask extends TaskBase {
+  kind: 'rows';
+  statements: Statement[];
+}
+
+export type Task = PageTask | ExportTask | RowsTask;
 
 /** `unavailable`: the snapshot's data cannot be read (missing or damaged file); the client gets a 503. */
 export type FailureCode = 'timeout' | 'cancelled' | 'unavailable' | 'error';
@@ -74,6 +88,10 @@ export type PageResult =
 
 export type ExportResult =
   | { ok: true; rows: number; memory?: MemoryReport }
+  | { ok: false; code: FailureCode; message: string };
+
+export type RowsResult =
+  | { ok: true; results: unknown[][][]; memory?: MemoryReport }
   | { ok: false; code: FailureCode; message: string };
 
 export type ControlMessage =

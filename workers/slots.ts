@@ -8,18 +8,18 @@ import type { DuckDBConnection, DuckDBInstance, DuckDBPreparedStatement, DuckDBV
 /** Prepared statements kept per connection, least recently used out first. */
 const STATEMENTS_PER_SLOT = 64;
 
-interface Prepared { statement: DuckDBPreparedStatement; alias: string }
+interface Prepared { statement: DuckDBPreparedStatement; aliases: readonly string[] }
 
 export class Slot {
   private readonly statements = new Map<string, Prepared>();
 
   constructor(readonly connection: DuckDBConnection) {}
 
-  /** Runs `sql` with `params` bound; `alias` names the attached snapshot the statement reads ('' for none). */
-  async readAll(sql: string, params: readonly unknown[], alias: string) {
+  /** Runs `sql` with `params` bound; `aliases` name the attached snapshots the statement reads. */
+  async readAll(sql: string, params: readonly unknown[], aliases: readonly string[]) {
     let prepared = this.statements.get(sql);
     if (prepared) this.statements.delete(sql); // re-inserted below: Map order is the recency order
-    else prepared = { statement: await this.connection.prepare(sql), alias };
+    else prepared = { statement: await this.connection.prepare(sql), aliases };
     this.statements.set(sql, prepared);
     for (const [oldest, p] of this.statements) {
       if (this.statements.size <= STATEMENTS_PER_SLOT) break;
@@ -31,14 +31,14 @@ export class Slot {
   }
 
   holds(alias: string): boolean {
-    for (const p of this.statements.values()) if (p.alias === alias) return true;
+    for (const p of this.statements.values()) if (p.aliases.includes(alias)) return true;
     return false;
   }
 
   /** Drops the statements that read `alias`, before that snapshot is detached. */
   forget(alias: string): void {
     for (const [sql, p] of this.statements) {
-      if (p.alias !== alias) continue;
+      if (!p.aliases.includes(alias)) continue;
       this.statements.delete(sql);
       p.statement.destroySync();
     }

@@ -17,6 +17,7 @@ import { recordMetrics } from './middleware/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { Metrics } from '../metrics/metrics.js';
 import { explorerRoutes } from './routes/explorer.js';
+import { explorerHistoryRoutes } from './routes/history.js';
 import { explorerPageRoutes } from './routes/explorer-page.js';
 import { opsRoutes } from './routes/ops.js';
 import { ResponseCache } from './response-cache.js';
@@ -55,6 +56,7 @@ export function createApp(services: Services): Koa<RequestState> {
     authorizeOrganization(services.snapshots),
   );
   explorerRoutes(organization, { ...services, cache });
+  explorerHistoryRoutes(organization, { ...services, cache });
   savedViewRoutes(organization, { ...services, cache });
 
   app.use(requestId());

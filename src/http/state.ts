@@ -1,6 +1,9 @@
 import type { Lease } from '../snapshots/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
 
+/** What a request ran, for metrics: a page, an export, or history's changes (page or export) and trend. */
+export type QueryKind = 'page' | 'export' | 'changes' | 'changes-export' | 'trend';
+
 /** What middleware learns about a request, for handlers and the request log. */
 export interface RequestState {
   requestId: string;
@@ -9,9 +12,11 @@ export interface RequestState {
   rateKey?: string;
   organization?: string;
   lease?: Lease;
+  /** Leases on the other retained snapshots the request reads (history); released with `lease`. */
+  history?: Lease[];
   rows?: number;
   /** The query this request ran, for metrics: its view, page or export, engine time and bytes sent. */
-  query?: { view: string; kind: 'page' | 'export'; seconds?: number; bytes?: number };
+  query?: { view: string; kind: QueryKind; seconds?: number; bytes?: number };
   route?: string;
   /** How a streamed response ended, when not plainly. */
   outcome?: string;

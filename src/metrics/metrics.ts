@@ -6,6 +6,7 @@ import type { ResponseCache } from '../http/response-cache.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { RedisConnection } from '../redis.js';
 import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
+import type { QueryKind } from '../http/state.js';
 
 export interface MetricSources {
   pool: QueryPool;
@@ -22,7 +23,7 @@ export interface RequestFacts {
   seconds: number;
   rows?: number;
   outcome?: string;
-  query?: { view: string; kind: 'page' | 'export'; seconds?: number; bytes?: number };
+  query?: { view: string; kind: QueryKind; seconds?: number; bytes?: number };
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

@@ -12,7 +12,7 @@ import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
+import type { Attachment, ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
 import { PoolOverloadedError } from './admission.js';
 import type { QueryPool } from './query-pool.js';
 import { clientGone } from './run-page.js';
@@ -32,7 +32,7 @@ export interface ExportRequest {
   pool: QueryPool;
   /** Whose turn it is in the admission queue. */
   organization: string;
-  attach: { alias: string; path: string } | null;
+  attach: Attachment[];
   query: Statement;
   /** The query reads stored, already quoted lines (compile.ts exportLines). */
   lines: boolean;

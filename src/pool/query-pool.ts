@@ -10,7 +10,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { Admission, WithdrawnError, type Kind } from './admission.js';
 import type {
-  ControlMessage, ExportResult, ExportTask, MemoryReport, PageResult, PageTask, Task, WorkerConfig,
+  ControlMessage, ExportResult, ExportTask, MemoryReport, PageResult, PageTask, RowsResult, RowsTask, Task, WorkerConfig,
 } from '../../workers/protocol.js';
 
 export interface PoolOptions {
@@ -25,6 +25,8 @@ export interface PoolOptions {
   maxWaitMs?: number;
   /** Exports that may run at once; the rest wait, so that pages always find a free slot. */
   exportConcurrency?: number;
+  /** Snapshot databases each worker keeps attached while idle (default 2: the current and the previous). */
+  attachedMax?: number;
 }
 
 export { PoolOverloadedError } from './admission.js';
@@ -50,6 +52,7 @@ export class QueryPool {
     this.fifoDirectory = join(tmpdir(), `explorer-${process.pid}-${name.slice(-8)}`);
     const workerData: WorkerConfig = {
       channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, tempDirectory: opts.tempDirectory,
+      attachedMax: opts.attachedMax ?? 2,
     };
     this.piscina = new Piscina({
       filename: new URL('../../workers/duckdb-worker.js', import.meta.url).href,
@@ -119,6 +122,11 @@ export class QueryPool {
     return this.admitted(id, key, 'export', { ...task, id, kind: 'export' });
   }
 
+  /** Runs statements for organization `key`, admitted as a page is (history's changes and trends). */
+  runRows(id: string, key: string, task: Omitted<RowsTask>): Promise<RowsResult> {
+    return this.admitted(id, key, 'page', { ...task, id, kind: 'rows' });
+  }
+
   /** Interrupts the task wherever it is: waiting (it is withdrawn) or running (DuckDB stops). */
   cancel(id: string, reason: 'timeout' | 'cancelled'): void {
     if (this.admission.withdraw(id, reason)) return;
@@ -152,7 +160,7 @@ export class QueryPool {
     await rm(this.fifoDirectory, { recursive: true, force: true });
   }
 
-  private async admitted<R extends PageResult | ExportResult>(id: string, key: string, kind: Kind, task: Task): Promise<R> {
+  private async admitted<R extends PageResult | ExportResult | RowsResult>(id: string, key: string, kind: Kind, task: Task): Promise<R> {
     if (this.closed) throw new Error('the query pool is closed');
     let release;
     try {

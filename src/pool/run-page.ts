@@ -1,14 +1,14 @@
 // Runs a page query with the request's deadline and cancels it when the client goes away. The worker
 // enforces the deadline itself; the timer here also answers a request whose task is still queued.
 import type { ServerResponse } from 'node:http';
-import type { PageResult, Statement } from '../../workers/protocol.js';
+import type { Attachment, PageResult, RowsResult, Statement } from '../../workers/protocol.js';
 import { ApiError, queryTimeout, snapshotUnavailable } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
 
 export interface PageRun {
   /** Whose turn it is in the admission queue. */
   organization: string;
-  attach: { alias: string; path: string } | null;
+  attach: Attachment[];
   count: Statement;
   knownTotal?: number;
   page: Statement;
@@ -32,6 +32,29 @@ export const overloaded = (retryAfterSeconds: number) =>
 export const clientGone = (res: ServerResponse) => res.destroyed || res.socket?.destroyed === true;
 
 export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse): Promise<Extract<PageResult, { ok: true }>> {
+  const { timeoutMs: _t, organization, ...task } = run;
+  return runAdmitted(pool, run, res, (id) => pool.runPage(id, organization, task));
+}
+
+export interface RowsRun {
+  organization: string;
+  attach: Attachment[];
+  statements: Statement[];
+  deadline: number;
+  timeoutMs: number;
+}
+
+/** Runs statements on one worker connection, with the same deadline, cancellation and admission as a page. */
+export async function runRows(pool: QueryPool, run: RowsRun, res: ServerResponse): Promise<unknown[][][]> {
+  const { timeoutMs: _t, organization, ...task } = run;
+  return (await runAdmitted(pool, run, res, (id) => pool.runRows(id, organization, task))).results;
+}
+
+type Settled = PageResult | RowsResult;
+
+async function runAdmitted<R extends Settled>(
+  pool: QueryPool, run: { deadline: number; timeoutMs: number }, res: ServerResponse, submit: (id: string) => Promise<R>,
+): Promise<Extract<R, { ok: true }>> {
   if (clientGone(res)) throw clientClosed();
   const id = pool.newTaskId();
   let timer: NodeJS.Timeout | undefined;
@@ -50,9 +73,8 @@ export async function runPage(pool: QueryPool, run: PageRun, res: ServerResponse
     if (clientGone(res)) onClose();
   });
   try {
-    const { timeoutMs: _t, organization, ...task } = run;
-    const result = await Promise.race([pool.runPage(id, organization, task), stopped]);
-    if (result.ok) return result;
+    const result = await Promise.race([submit(id), stopped]);
+    if (result.ok) return result as Extract<R, { ok: true }>;
     if (result.code === 'timeout') throw queryTimeout(run.timeoutMs / 1000);
     if (result.code === 'cancelled') throw clientClosed();
     if (result.code === 'unavailable') throw snapshotUnavailable();

@@ -65,7 +65,7 @@ export const SMALL_ORGANIZATION_ROWS = 1000;
  */
 export const wholeOrganizationLimit = (tableRows = 0) => Math.max(SMALL_ORGANIZATION_ROWS, Math.round(tableRows / 400));
 
-const ident = (name: string) => {
+export const ident = (name: string) => {
   // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a catalog identifier: ${name}`);
   return `"${name}"`;
@@ -74,7 +74,8 @@ const col = (f: Field) => ident(f.column);
 /** interface §4: case-insensitive means ASCII A–Z fold to a–z only; the loader stores that form beside each string. */
 const folded = (f: Field) => ident(foldedColumn(f.column));
 
-function condition(c: Condition, params: SqlValue[]): string {
+/** One condition's SQL over the view's columns; its values are appended to `params` in text order. */
+export function condition(c: Condition, params: SqlValue[]): string {
   const c0 = col(c.field);
   const cast = c.field.type === 'datetime' ? 'CAST(? AS TIMESTAMP)' : c.field.type === 'number' ? 'CAST(? AS DOUBLE)' : '?';
   const bind = (v: SqlValue) => (params.push(v), cast);
@@ -135,7 +136,7 @@ function csvValue(f: Field, i: number): string {
 }
 
 /** A field's CSV text before quoting (interface §6): datetimes in whole seconds, null as ''. */
-function csvText(f: Field, column = col(f)): string {
+export function csvText(f: Field, column = col(f)): string {
   const text = f.type === 'datetime' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${column} AS VARCHAR)`;
   return `coalesce(${text}, '')`;
 }

@@ -14,7 +14,7 @@ import { startHarness, json, type Harness } from '../helpers/harness.js';
 const SLOW = { sql: 'SELECT sum(hash(range))::BIGINT FROM range(50000000000)', params: [] };
 const QUICK = { sql: 'SELECT 42::BIGINT', params: [] };
 const page = (count: typeof SLOW, deadline: number) => ({
-  attach: null, count, page: QUICK, pageCountsTotal: false, offset: 1_000_000, rowType: 't', attributes: [], deadline,
+  attach: [], count, page: QUICK, pageCountsTotal: false, offset: 1_000_000, rowType: 't', attributes: [], deadline,
 });
 
 

@@ -41,7 +41,7 @@ describe('a client gone before its query started', function () {
   it('does not run its export until the deadline, and leaves no FIFO', async () => {
     const started = Date.now();
     const end = await afterClientLeft<ExportEnd>((res) => streamExport({
-      pool, organization: 'acme', attach: null, deadline: Date.now() + 20_000, header: 'n',
+      pool, organization: 'acme', attach: [], deadline: Date.now() + 20_000, header: 'n',
       // Tens of MB of CSV: with nobody reading, only a cancel ends it before the deadline.
       query: { sql: 'SELECT range AS n FROM range(50000000)', params: [] }, lines: false,
       headers: { 'Content-Type': 'text/csv' }, res,
@@ -56,7 +56,7 @@ describe('a client gone before its query started', function () {
   it('does not run its page', async () => {
     const before = pool.tasksStarted;
     const error = await afterClientLeft((res) => runPage(pool, {
-      organization: 'acme', attach: null, offset: 0, rowType: 't', attributes: ['n'],
+      organization: 'acme', attach: [], offset: 0, rowType: 't', attributes: ['n'],
       count: { sql: 'SELECT 1', params: [] }, page: { sql: 'SELECT 1 AS id, 1 AS n', params: [] }, pageCountsTotal: false,
       deadline: Date.now() + 20_000, timeoutMs: 20_000,
     }, res).then(() => null, (e: Error) => e));

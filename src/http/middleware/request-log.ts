@@ -21,5 +21,6 @@ export const requestLog = (logger: Logger): Middleware<RequestState> => async (c
       snapshot: s.lease?.snapshot.id ?? null,
     });
     s.lease?.release();
+    for (const lease of s.history ?? []) lease.release();
   }
 };

@@ -11,7 +11,10 @@ import { pageLinks, pagination } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
+import { attachments, type SnapshotRegistry } from '../../snapshots/current-snapshot.js';
+import type { Attachment, Statement } from '../../../workers/protocol.js';
 import type { RequestState } from '../state.js';
+import { travel } from '../time-travel.js';
 import type { ResponseCache } from '../response-cache.js';
 import { JSONAPI } from '../jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from '../etag.js';
@@ -22,11 +25,28 @@ export interface ExplorerDeps {
   config: Config;
   pool: QueryPool;
   cache: ResponseCache;
+  snapshots: SnapshotRegistry;
 }
 
 /** Scheme, host and path of this request, for links (interface §5). */
 export function baseUrl(ctx: Ctx, publicUrl: string | null): string {
   return `${publicUrl ?? `http://${ctx.host}`}${ctx.path}`;
+}
+
+/**
+ * Answers with the JSON document `produce` makes, unless the client holds it (304) or the response cache
+ * does: `etag` must be derived from everything that decides the bytes, before anything runs.
+ */
+export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, produce: () => Promise<{ body: Buffer; rows: number }>): Promise<void> {
+  ctx.set('Cache-Control', REVALIDATE);
+  if (notModified(ctx, etag)) return;
+  ctx.set('ETag', etag);
+  ctx.type = JSONAPI;
+  const answer = deps.cache.get(etag) ?? await produce();
+  ctx.state.rows = answer.rows;
+  ctx.status = 200;
+  ctx.body = answer.body;
+  deps.cache.set(etag, answer);
 }
 
 /** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
@@ -36,44 +56,34 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const base = baseUrl(ctx, deps.config.publicUrl);
   const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
-  ctx.set('Cache-Control', REVALIDATE);
-  if (notModified(ctx, etag)) return;
-  ctx.set('ETag', etag);
-  ctx.type = JSONAPI;
-  const cached = deps.cache.get(etag);
-  if (cached) {
-    ctx.state.rows = cached.rows;
-    ctx.body = cached.body;
-    return;
-  }
-  const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
-  const started = performance.now();
-  const result = await runPage(deps.pool, {
-    organization,
-    attach: snapshot.attachment,
-    count: compiled.count,
-    knownTotal: compiled.knownTotal,
-    page: compiled.page,
-    pageCountsTotal: compiled.pageCountsTotal,
-    valueIndexes: compiled.valueIndexes,
-    offset: (query.page.number - 1) * query.page.size,
-    rowType: query.view.rowType,
-    attributes: query.fields.map((f) => f.attribute),
-    deadline: Date.now() + deps.config.queryTimeoutMs,
-    timeoutMs: deps.config.queryTimeoutMs,
-  }, ctx.res);
-  metered.seconds = (performance.now() - started) / 1000;
-  ctx.state.rows = result.rows;
-  const meta = pagination(query.page.number, query.page.size, result.total);
-  const links = pageLinks(base, carried, meta);
-  ctx.status = 200;
-  ctx.body = Buffer.concat([
-    Buffer.from('{"data":'),
-    result.body,
-    Buffer.from(`,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: meta })}}`),
-  ]);
-  metered.bytes = (ctx.body as Buffer).length;
-  deps.cache.set(etag, { body: ctx.body as Buffer, rows: result.rows });
+  await answerJson(ctx, deps, etag, async () => {
+    const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
+    const started = performance.now();
+    const result = await runPage(deps.pool, {
+      organization,
+      attach: attachments(snapshot),
+      count: compiled.count,
+      knownTotal: compiled.knownTotal,
+      page: compiled.page,
+      pageCountsTotal: compiled.pageCountsTotal,
+      valueIndexes: compiled.valueIndexes,
+      offset: (query.page.number - 1) * query.page.size,
+      rowType: query.view.rowType,
+      attributes: query.fields.map((f) => f.attribute),
+      deadline: Date.now() + deps.config.queryTimeoutMs,
+      timeoutMs: deps.config.queryTimeoutMs,
+    }, ctx.res);
+    metered.seconds = (performance.now() - started) / 1000;
+    const meta = pagination(query.page.number, query.page.size, result.total);
+    const links = pageLinks(base, carried, meta);
+    const body = Buffer.concat([
+      Buffer.from('{"data":'),
+      result.body,
+      Buffer.from(`,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: meta })}}`),
+    ]);
+    metered.bytes = body.length;
+    return { body, rows: result.rows };
+  });
 }
 
 const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
@@ -84,25 +94,49 @@ export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Pro
   const snapshot = ctx.state.lease!.snapshot;
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const header = query.fields.map((f) => f.name).join(',');
-  const etag = entityTag(['csv', snapshot.id, organization, compiled.export, header]);
+  await streamCsv(ctx, deps, {
+    etag: entityTag(['csv', snapshot.id, organization, compiled.export, header]),
+    metered: { view: query.view.name, kind: 'export' },
+    attach: attachments(snapshot),
+    query: compiled.export,
+    lines: compiled.exportLines,
+    header,
+    name: query.view.name,
+  });
+}
+
+export interface CsvAnswer {
+  etag: string;
+  metered: NonNullable<RequestState['query']>;
+  attach: Attachment[];
+  query: Statement;
+  lines: boolean;
+  header: string;
+  /** The file name's view part: `<organization>-<name>-<UTC stamp>.csv`. */
+  name: string;
+}
+
+/** Streams a COPY to the client as a CSV download, or answers 304 when the client holds it already. */
+export async function streamCsv(ctx: Ctx, deps: ExplorerDeps, csv: CsvAnswer): Promise<void> {
+  const organization = ctx.state.organization!;
   ctx.set('Cache-Control', REVALIDATE);
-  if (notModified(ctx, etag)) return;
-  const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'export' };
+  if (notModified(ctx, csv.etag)) return;
+  const metered = ctx.state.query = csv.metered;
   const started = performance.now();
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
     organization,
-    attach: snapshot.attachment,
-    query: compiled.export,
-    lines: compiled.exportLines,
+    attach: csv.attach,
+    query: csv.query,
+    lines: csv.lines,
     deadline: Date.now() + deps.config.queryTimeoutMs,
-    header,
+    header: csv.header,
     headers: {
       'Content-Type': 'text/csv; charset=utf-8',
-      'Content-Disposition': `attachment; filename="${organization}-${query.view.name}-${stamp(new Date())}.csv"`,
+      'Content-Disposition': `attachment; filename="${organization}-${csv.name}-${stamp(new Date())}.csv"`,
       'Cache-Control': REVALIDATE,
-      ETag: etag,
+      ETag: csv.etag,
     },
     res: ctx.res,
   });
@@ -133,11 +167,14 @@ export function withoutPaging(params: Map<string, string>): Map<string, string> 
 
 export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
   router.get('/explorer', async (ctx) => {
-    const { query, carried } = parseQueryParameters(deps.config.engine, decodeQueryString(ctx.querystring));
-    await answerPage(ctx, deps, query, carried);
+    const params = decodeQueryString(ctx.querystring);
+    const { query, carried } = parseQueryParameters(deps.config.engine, params);
+    await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)]);
   });
   router.get('/explorer/export/csv', async (ctx) => {
-    const { query } = parseQueryParameters(deps.config.engine, withoutPaging(decodeQueryString(ctx.querystring)));
+    const params = withoutPaging(decodeQueryString(ctx.querystring));
+    const { query } = parseQueryParameters(deps.config.engine, params);
+    await travel(ctx, deps.snapshots, params);
     await answerCsv(ctx, deps, query);
   });
 }

@@ -14,6 +14,8 @@ import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { answerCsv, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { historyRoutes } from './history.js';
+import { travel } from '../time-travel.js';
 
 type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string> };
 
@@ -111,14 +113,21 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
   router.get('/explorer/views/:view_id/results', async (ctx) => {
     const c = ctx as Ctx;
     const view = await viewOf(c);
-    await answerPage(c, deps, savedQuery(c, view, true), []);
+    const query = savedQuery(c, view, true);
+    await answerPage(c, deps, query, await travel(c, deps.snapshots, decodeQueryString(c.querystring)));
   });
 
   for (const path of ['/explorer/views/:view_id/csv', '/explorer/views/:view_id/export/csv']) {
     router.get(path, async (ctx) => {
       const c = ctx as Ctx;
       const view = await viewOf(c);
-      await answerCsv(c, deps, savedQuery(c, view, false));
+      const query = savedQuery(c, view, false);
+      await travel(c, deps.snapshots, decodeQueryString(c.querystring));
+      await answerCsv(c, deps, query);
     });
   }
+
+  /** The saved query as history routes take it: its filters, fields and sort, with this request's paging. */
+  const savedHistoryQuery = async (ctx: Ctx, paging: boolean) => savedQuery(ctx, await viewOf(ctx), paging);
+  historyRoutes(router, deps, '/explorer/views/:view_id', (ctx) => savedHistoryQuery(ctx as Ctx, true), (ctx) => savedHistoryQuery(ctx as Ctx, false));
 }

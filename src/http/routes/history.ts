@@ -1,0 +1,218 @@
+// History (docs/history.md): the retained snapshots, what changed between two of them, and trends. The same
+// parsing, compiler pieces, pool, deadline, cancellation, admission, ETags and metrics as a query's.
+import type { Router } from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { VIEW_NAMES } from '../../catalog/catalog.js';
+import type { Field } from '../../catalog/types.js';
+import { badParameter } from '../../errors.js';
+import { runRows } from '../../pool/run-page.js';
+import { changesCsvHeader, compileChanges, compileTrend } from '../../query/compile-history.js';
+import { pageLinks, pagination } from '../../query/links.js';
+import { parseQueryParameters } from '../../query/parse-query.js';
+import type { Query } from '../../query/query.js';
+import { decodeQueryString } from '../../query/query-string.js';
+import { chooseChangePair, datetimeParameter } from '../../query/snapshot-choice.js';
+import { validatePage } from '../../query/validate.js';
+import { attachments, type Snapshot } from '../../snapshots/current-snapshot.js';
+import { rowAttributes } from '../../../workers/page-json.js';
+import { entityTag } from '../etag.js';
+import { sendJsonTagged } from '../jsonapi.js';
+import type { RequestState } from '../state.js';
+import { hold, loadedAt, organizationHistory, type RetainedSnapshot } from '../time-travel.js';
+import { answerJson, baseUrl, streamCsv, withoutPaging, type ExplorerDeps } from './explorer.js';
+
+type Ctx = ParameterizedContext<RequestState>;
+
+/** A history route's query and the parameters its links repeat. */
+export interface HistoryQuery {
+  query: Query;
+  carried: [string, string][];
+}
+
+/** The parameters that pick the snapshots of a change set, as received: links carry them. */
+const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
+const MAX_SUMS = 5;
+
+/** The query of `/explorer/...` history routes: the same parameters as a query's. */
+function queryOf(deps: ExplorerDeps, params: Map<string, string>): HistoryQuery {
+  return parseQueryParameters(deps.config.engine, params);
+}
+
+async function changePair(ctx: Ctx, deps: ExplorerDeps, params: ReadonlyMap<string, string>) {
+  const retained = await organizationHistory(ctx, deps.snapshots);
+  const current = retained.find((s) => s.id === ctx.state.lease!.snapshot.id)!;
+  const { from, to } = chooseChangePair(params, retained, current);
+  return { from: hold(ctx, deps.snapshots, from.snapshot), to: hold(ctx, deps.snapshots, to.snapshot) };
+}
+
+/** docs/history.md §4: one page of the change set, as JSON. */
+async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
+  const organization = ctx.state.organization!;
+  const { from, to } = await changePair(ctx, deps, params);
+  ctx.set('X-Explorer-Snapshot', to.id);
+  const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
+  const links = [...carried, ...CHANGE_PARAMETERS.filter((p) => params.has(p)).map((p): [string, string] => [p, params.get(p)!])];
+  const base = baseUrl(ctx, deps.config.publicUrl);
+  const etag = entityTag(['changes', from.id, to.id, organization, compiled.page, compiled.counts, query.fields.map((f) => f.attribute), base, links]);
+  await answerJson(ctx, deps, etag, async () => {
+    const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'changes' };
+    const started = performance.now();
+    const [countRows, pageRows] = await runRows(deps.pool, {
+      organization,
+      attach: attachments(from, to),
+      statements: [compiled.counts, compiled.page],
+      deadline: Date.now() + deps.config.queryTimeoutMs,
+      timeoutMs: deps.config.queryTimeoutMs,
+    }, ctx.res);
+    metered.seconds = (performance.now() - started) / 1000;
+    const [added, removed, changed] = (countRows![0] as bigint[]).map(Number) as [number, number, number];
+    const attributes = query.fields.map((f) => f.attribute);
+    const side = (json: unknown) => (json === null ? 'null' : rowAttributes(json as string, attributes, compiled.valueIndexes));
+    const items = pageRows!.map(([id, change, names, before, after]) =>
+      `{"id":${JSON.stringify(id)},"type":"explorer-changes","attributes":{"change":${JSON.stringify(change)},`
+      + `"changed-fields":${JSON.stringify(names === '' ? [] : (names as string).split(', '))},"before":${side(before)},"after":${side(after)}}}`);
+    const meta = pagination(query.page.number, query.page.size, added + removed + changed);
+    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinks(base, links, meta))},`
+      + `"meta":${JSON.stringify({ pagination: meta, from: from.id, to: to.id, counts: { added, removed, changed } })}}`);
+    metered.bytes = body.length;
+    return { body, rows: items.length };
+  });
+}
+
+/** docs/history.md §4: every listed change as CSV. */
+async function answerChangesCsv(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
+  const organization = ctx.state.organization!;
+  const { from, to } = await changePair(ctx, deps, params);
+  ctx.set('X-Explorer-Snapshot', to.id);
+  const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
+  const header = changesCsvHeader(query.fields);
+  await streamCsv(ctx, deps, {
+    etag: entityTag(['changes-csv', from.id, to.id, organization, compiled.export, header]),
+    metered: { view: query.view.name, kind: 'changes-export' },
+    attach: attachments(from, to),
+    query: compiled.export,
+    lines: false,
+    header,
+    name: `${query.view.name}-changes`,
+  });
+}
+
+/** `sum=<field>[,<field>…]`: number fields of the view, each once, at most five. */
+function sumFields(query: Query, raw: string | undefined): Field[] {
+  if (raw === undefined) return [];
+  const names = raw.split(',').map((s) => s.trim());
+  const numbers = query.view.fields.filter((f) => f.type === 'number').map((f) => f.name);
+  if (names.length > MAX_SUMS) throw badParameter('sum', `At most ${MAX_SUMS} fields can be summed; got ${names.length}.`);
+  const fields: Field[] = [];
+  for (const name of names) {
+    const field = query.view.field(name);
+    if (!field || field.type !== 'number') {
+      throw badParameter('sum', `${JSON.stringify(name)} is not a number field of ${query.view.name}: sum one of ${numbers.join(', ')}.`);
+    }
+    if (fields.includes(field)) throw badParameter('sum', `${name} is named twice in sum.`);
+    fields.push(field);
+  }
+  return fields;
+}
+
+/** docs/history.md §5: one point per retained snapshot that includes the organization, oldest first. */
+async function answerTrend(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
+  const organization = ctx.state.organization!;
+  const sums = sumFields(query, params.get('sum'));
+  const since = params.has('since') ? datetimeParameter('since', params.get('since')!) : undefined;
+  const points = (await organizationHistory(ctx, deps.snapshots)).filter((s) => since === undefined || Date.parse(s.loadedAt) >= since);
+  for (const point of points) hold(ctx, deps.snapshots, point.snapshot);
+  const targets = points.map((p) => p.snapshot.target(query.view.name, organization));
+  const statement = compileTrend(query, targets, sums);
+  const etag = entityTag(['trend', points.map((p) => p.id), organization, statement, sums.map((f) => f.name)]);
+  await answerJson(ctx, deps, etag, async () => {
+    let values: unknown[][];
+    // Unfiltered counts are in each snapshot's manifest: no query at all.
+    const known = query.conditions.length === 0 && sums.length === 0 && targets.every((t) => t.organizationRows !== undefined);
+    if (known || points.length === 0) {
+      values = targets.map((t, i) => [i, t.organizationRows ?? 0]);
+    } else {
+      const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'trend' };
+      const started = performance.now();
+      [values] = await runRows(deps.pool, {
+        organization,
+        attach: attachments(...points.map((p) => p.snapshot)),
+        statements: [statement],
+        deadline: Date.now() + deps.config.queryTimeoutMs,
+        timeoutMs: deps.config.queryTimeoutMs,
+      }, ctx.res) as [unknown[][]];
+      metered.seconds = (performance.now() - started) / 1000;
+    }
+    const data = values.map(([i, count, ...totals]) => {
+      const point = points[Number(i)]!;
+      const sumJson = sums.length === 0 ? ''
+        : `,"sums":{${sums.map((f, k) => `${JSON.stringify(f.name)}:${totals[k] === null ? 'null' : String(totals[k])}`).join(',')}}`;
+      return `{"id":${JSON.stringify(point.id)},"type":"explorer-trend-points","attributes":{"loaded-at":${JSON.stringify(loadedAt(point.snapshot))},`
+        + `"label":${JSON.stringify(point.snapshot.manifest.label ?? null)},"count":${Number(count)}${sumJson}}}`;
+    });
+    return { body: Buffer.from(`{"data":[${data.join(',')}]}`), rows: data.length };
+  });
+}
+
+/** docs/history.md §2: one snapshot as the listing shows it. */
+function snapshotResource(retained: RetainedSnapshot, organization: string, current: Snapshot) {
+  const { snapshot } = retained;
+  const rows = snapshot.manifest.organizationRows ?? {};
+  return {
+    id: snapshot.id,
+    type: 'explorer-snapshots',
+    attributes: {
+      'loaded-at': loadedAt(snapshot),
+      label: snapshot.manifest.label ?? null,
+      current: snapshot.id === current.id,
+      counts: Object.fromEntries(VIEW_NAMES.map((view) => [view, rows[view]?.[organization] ?? 0])),
+    },
+  };
+}
+
+/**
+ * Registers changes, their CSV and trend under `prefix`: `/explorer` with the query in the query string, or
+ * a saved view's path with its stored query (`pageQuery` keeps this request's paging, `exportQuery` none).
+ */
+export function historyRoutes(
+  router: Router<RequestState>, deps: ExplorerDeps, prefix: string,
+  pageQuery: (ctx: Ctx) => Promise<Query>, exportQuery: (ctx: Ctx) => Promise<Query>,
+): void {
+  router.get(`${prefix}/changes`, async (ctx) => {
+    await answerChanges(ctx, deps, { query: await pageQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
+  });
+  router.get(`${prefix}/changes/export/csv`, async (ctx) => {
+    await answerChangesCsv(ctx, deps, { query: await exportQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
+  });
+  router.get(`${prefix}/trend`, async (ctx) => {
+    await answerTrend(ctx, deps, { query: await exportQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
+  });
+}
+
+export function explorerHistoryRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
+  router.get('/explorer/snapshots', async (ctx) => {
+    const page = validatePage(deps.config.engine, decodeQueryString(ctx.querystring));
+    const retained = (await organizationHistory(ctx, deps.snapshots)).reverse();
+    const meta = pagination(page.number, page.size, retained.length);
+    const slice = retained.slice((page.number - 1) * page.size, page.number * page.size);
+    ctx.state.rows = slice.length;
+    const current = ctx.state.lease!.snapshot;
+    sendJsonTagged(ctx, {
+      data: slice.map((s) => snapshotResource(s, ctx.state.organization!, current)),
+      links: pageLinks(baseUrl(ctx, deps.config.publicUrl), [], meta),
+      meta: { pagination: meta },
+    });
+  });
+  router.get('/explorer/changes', async (ctx) => {
+    const params = decodeQueryString(ctx.querystring);
+    await answerChanges(ctx, deps, queryOf(deps, params), params);
+  });
+  router.get('/explorer/changes/export/csv', async (ctx) => {
+    const params = withoutPaging(decodeQueryString(ctx.querystring));
+    await answerChangesCsv(ctx, deps, queryOf(deps, params), params);
+  });
+  router.get('/explorer/trend', async (ctx) => {
+    const params = withoutPaging(decodeQueryString(ctx.querystring));
+    await answerTrend(ctx, deps, queryOf(deps, params), params);
+  });
+}

@@ -1,0 +1,135 @@
+// History queries → SQL over several snapshots (docs/history.md). Pure, like compile.ts, whose pieces it
+// reuses: the same conditions, order terms and CSV text, so that a change set or a trend point answers
+// exactly what a query of that snapshot answers.
+import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import type { Field, View } from '../catalog/types.js';
+import { condition, csvText, ident, orderTerms, type CompileTarget, type SqlValue } from './compile.js';
+import type { Query } from './query.js';
+
+interface Statement { sql: string; params: SqlValue[] }
+
+export interface CompiledChanges {
+  /** One row: how many rows were added, removed and changed (the whole filtered change set). */
+  counts: Statement;
+  /** The page: id, change, changed field names joined with ', ', the row's JSON values before and after. */
+  page: Statement;
+  /** Every listed change as CSV columns: change, changed_fields, then each selected field and its previous value. */
+  export: Statement;
+  /** Positions of the selected fields in a row's JSON values. */
+  valueIndexes: number[];
+}
+
+/** A catalog name as an SQL string literal (names are snake_case: ident() refuses anything else). */
+const nameLiteral = (name: string) => `'${ident(name).slice(1, -1)}'`;
+
+/** The columns a sort key reads: the value, its folded copy for strings, its order key for versions. */
+function sortColumns(query: Query): string[] {
+  const columns = new Set<string>();
+  for (const { field } of query.sort) {
+    columns.add(field.column);
+    if (field.type === 'string') columns.add(foldedColumn(field.column));
+    if (field.version) columns.add(versionKeyColumn(field.column));
+  }
+  return [...columns];
+}
+
+/**
+ * The names of the fields whose JSON values differ between two rows' JSON arrays, alphabetical (the view's
+ * field order), joined with ', '; '' when either row is missing.
+ */
+function changedFieldsSql(view: View, before: string, after: string): string {
+  const tests = view.fields.map((f) =>
+    `CASE WHEN json_extract(${before}, '$[${f.index}]') IS DISTINCT FROM json_extract(${after}, '$[${f.index}]') THEN ${nameLiteral(f.name)} END`);
+  return `CASE WHEN ${before} IS NULL OR ${after} IS NULL THEN '' ELSE concat_ws(', ', ${tests.join(', ')}) END`;
+}
+
+/**
+ * The change set between two snapshots of one view for one organization (docs/history.md §4): a row is
+ * added, removed or changed (its JSON values differ); it is listed when the filter matches it in either
+ * snapshot. The sort's columns, and the `previous` fields', are carried from the row as it is in `to` (in
+ * `from` for a removed row); each `previous` field is carried as it is in `from` too.
+ */
+function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params: SqlValue[], previous: Field[]): string {
+  if (from.rowJson !== true || to.rowJson !== true) throw new Error('history needs snapshots with row JSON');
+  const carried = [...new Set([...sortColumns(query), ...previous.map((f) => f.column)])];
+  const json = ident(ROW_JSON_COLUMN);
+  const side = (target: CompileTarget) => {
+    const match = query.conditions.length === 0 ? 'true' : query.conditions.map((c) => condition(c, params)).join(' AND ');
+    params.push(target.organization);
+    const columns = ['"_id"', json, ...carried.map(ident)].join(', ');
+    return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE "_org" = ?`;
+  };
+  const f = side(from);
+  const t = side(to);
+  const merged = carried.map((c) => `CASE WHEN t."_id" IS NULL THEN f.${ident(c)} ELSE t.${ident(c)} END AS ${ident(c)}`);
+  const before = previous.map((p) => `f.${ident(p.column)} AS ${ident(`_prev_${p.column}`)}`);
+  return `WITH f AS (${f}),
+t AS (${t}),
+d AS (
+  SELECT coalesce(t."_id", f."_id") AS "_id",
+    CASE WHEN f."_id" IS NULL THEN 'added' WHEN t."_id" IS NULL THEN 'removed' ELSE 'changed' END AS "_change",
+    f.${json} AS "_before", t.${json} AS "_after"${[...merged, ...before].map((c) => `,\n    ${c}`).join('')}
+  FROM f FULL OUTER JOIN t ON f."_id" = t."_id"
+  WHERE (f."_id" IS NULL OR t."_id" IS NULL OR f.${json} <> t.${json})
+    AND (coalesce(f."_match", false) OR coalesce(t."_match", false))
+)`;
+}
+
+export function compileChanges(query: Query, from: CompileTarget, to: CompileTarget): CompiledChanges {
+  const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
+  const changed = changedFieldsSql(query.view, '"_before"', '"_after"');
+
+  const countParams: SqlValue[] = [];
+  const counts = `${changeSet(query, from, to, countParams, [])}
+SELECT count(*) FILTER (WHERE "_change" = 'added') AS added, count(*) FILTER (WHERE "_change" = 'removed') AS removed,
+  count(*) FILTER (WHERE "_change" = 'changed') AS changed
+FROM d`;
+
+  const pageParams: SqlValue[] = [];
+  // The changed fields are named for the page's rows only: the JSON is taken apart once per row shown.
+  const page = `${changeSet(query, from, to, pageParams, [])}
+SELECT "_id", "_change", ${changed} AS "_changed", "_before", "_after"
+FROM (SELECT * FROM d ${orderBy} LIMIT ? OFFSET ?) p
+${orderBy}`;
+  pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
+
+  const exportParams: SqlValue[] = [];
+  const columns = [
+    `"_change" AS "_csv_change"`,
+    `${changed} AS "_csv_changed"`,
+    ...query.fields.flatMap((field, i) => [
+      `${csvText(field)} AS ${ident(`_csv${i}`)}`,
+      `${csvText(field, ident(`_prev_${field.column}`))} AS ${ident(`_csv_prev${i}`)}`,
+    ]),
+  ];
+  const exported = `${changeSet(query, from, to, exportParams, query.fields)}
+SELECT ${columns.join(', ')}
+FROM d
+${orderBy}`;
+
+  return {
+    counts: { sql: counts, params: countParams },
+    page: { sql: page, params: pageParams },
+    export: { sql: exported, params: exportParams },
+    valueIndexes: query.fields.map((f) => f.index),
+  };
+}
+
+/** The CSV header of a change export (docs/history.md §4). */
+export const changesCsvHeader = (fields: readonly Field[]) =>
+  ['change', 'changed_fields', ...fields.flatMap((f) => [f.name, `previous_${f.name}`])].join(',');
+
+/**
+ * One row per snapshot, in the order of `targets`: its position, how many rows match, and the sum of each
+ * of `sums` over them as JSON number text (null when no row matches).
+ */
+export function compileTrend(query: Query, targets: readonly CompileTarget[], sums: readonly Field[]): Statement {
+  const params: SqlValue[] = [];
+  const parts = targets.map((target, point) => {
+    params.push(target.organization);
+    const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join(' AND ');
+    const totals = sums.map((f) => `, CAST(sum(${ident(f.column)}) AS VARCHAR)`).join('');
+    return `SELECT ${point} AS "_point", count(*) AS "_count"${totals} FROM ${target.relation} WHERE ${where}`;
+  });
+  return { sql: `${parts.join('\nUNION ALL ')}\nORDER BY "_point"`, params };
+}
