@@ -1,7 +1,9 @@
 // Every route of the service as an OpenAPI operation. The routes themselves are registered in
 // src/http/routes/*.ts; test/http/openapi.test.ts walks the app's routers and fails when one is missing here.
 import type { Catalog } from '../catalog/catalog.js';
-import { PAGE_PARAMETERS, paramRef, queryParameterNames } from './parameters.js';
+import {
+  CHANGE_PAIR_PARAMETERS, PAGE_PARAMETERS, paramRef, queryParameterNames, TIME_TRAVEL_PARAMETERS, TREND_PARAMETERS,
+} from './parameters.js';
 import { errorResponseRef, headerRef, JSONAPI, organizationHeaders, type ErrorStatus, type ResponseOptions } from './responses.js';
 import { ref, type Json } from './schemas.js';
 
@@ -89,8 +91,8 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
   const csvReRun = (path: string, operationId: string, alias: boolean): OperationSpec => ({
     method: 'get', path, operationId, tag: 'Saved views', organization: true, conditional: true,
     summary: alias ? 'Re-run a saved view as CSV (alias of …/csv)' : 'Re-run a saved view as CSV',
-    description: 'Runs the stored query on the current snapshot. Every query parameter, paging included, is ignored.',
-    parameters: ['view_id'],
+    description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names. Every other query parameter, paging included, is ignored.',
+    parameters: ['view_id', ...TIME_TRAVEL_PARAMETERS],
     responses: { 200: csvResponse(catalog, 'Every row of the stored query') },
     errors: [400, 422, 504],
   });
@@ -154,7 +156,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     {
       method: 'get', path: `${ORG}/explorer`, operationId: 'query', tag: 'Explorer', organization: true, conditional: true,
       summary: 'Run a query: one page of JSON:API rows (endpoint 1)',
-      parameters: queryParameterNames(catalog, true),
+      parameters: [...queryParameterNames(catalog, true), ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: { description: 'One page of rows of the view named by `type`, with links and pagination.', content: jsonApi(ref('Page')) } },
       errors: [400, 504],
     },
@@ -162,7 +164,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
       method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true,
       summary: 'Export every matching row as CSV (endpoint 2)',
       description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (interface §5).',
-      parameters: queryParameterNames(catalog, false),
+      parameters: [...queryParameterNames(catalog, false), ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: csvResponse(catalog, 'Every matching row') },
       errors: [400, 504],
     },
@@ -207,13 +209,90 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     {
       method: 'get', path: `${viewPath}/results`, operationId: 'savedViewResults', tag: 'Saved views', organization: true, conditional: true,
       summary: 'Re-run a saved view: one page of JSON:API rows (endpoint 8)',
-      description: 'Runs the stored query on the current snapshot; honours `page[number]` and `page[size]` and ignores every other parameter. Links carry only the page parameters.',
-      parameters: ['view_id', ...PAGE_PARAMETERS],
+      description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names; honours `page[number]` and `page[size]` and ignores every other parameter. Links carry only those parameters.',
+      parameters: ['view_id', ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: { description: 'One page of rows of the saved view\'s view type.', content: jsonApi(ref('Page')) } },
       errors: [400, 422, 504],
     },
     csvReRun(`${viewPath}/csv`, 'savedViewCsv', false),
     csvReRun(`${viewPath}/export/csv`, 'savedViewExportCsv', true),
+    ...historySpecs(catalog, viewPath),
+  ];
+}
+
+const changesCsv = (): Json => ({
+  description: 'Every listed change as CSV: a header `change,changed_fields,` then, for each selected field, `<field>` (its value in `to`, '
+    + 'or in `from` for a removed row) and `previous_<field>` (its value in `from`; empty for an added row). `changed_fields` joins '
+    + 'names with ", ". Quoting, datetimes and line ends as in query exports; the file is named `<organization>-<view>-changes-<UTC time>.csv`.',
+  headers: { 'Content-Disposition': headerRef('Content-Disposition'), 'Cache-Control': headerRef('Cache-Control') },
+  content: { 'text/csv': { schema: { type: 'string' } } },
+});
+
+/** docs/history.md: the snapshot list, changes and trends, for queries and for saved views. */
+function historySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
+  const changesDescription = 'Compares two retained snapshots of the view: rows only in `to` are added, only in `from` removed, in both with any '
+    + 'field value different changed (every field is compared, whatever `fields` selects). A row is listed when the filter matches it in either '
+    + 'snapshot; `sort` orders by its values in `to` (in `from` when removed), then by row id. Without `from`, the snapshot loaded just before `to`.';
+  const trendDescription = 'One point per retained snapshot that includes the organization, oldest first: how many rows match the filter, '
+    + 'and with `sum` the total of each named number field over them. Not paged.';
+  const query = queryParameterNames(catalog, false).filter((p) => !p.startsWith('fields'));
+  return [
+    {
+      method: 'get', path: `${ORG}/explorer/snapshots`, operationId: 'listSnapshots', tag: 'History', organization: true, conditional: true,
+      summary: 'List the retained snapshots that include the organization',
+      description: 'Newest first, paged like saved views. The newest `SNAPSHOT_KEEP` snapshots are retained.',
+      parameters: PAGE_PARAMETERS,
+      responses: { 200: { description: 'One page of snapshots.', content: jsonApi(ref('SnapshotList')) } },
+      errors: [400],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/changes`, operationId: 'changes', tag: 'History', organization: true, conditional: true,
+      summary: 'What changed in a view between two snapshots: one page',
+      description: changesDescription,
+      parameters: [...queryParameterNames(catalog, true), ...CHANGE_PAIR_PARAMETERS],
+      responses: { 200: { description: 'One page of changes, with links, pagination and the counts of the whole change set.', content: jsonApi(ref('ChangesPage')) } },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/changes/export/csv`, operationId: 'changesCsv', tag: 'History', organization: true, conditional: true,
+      summary: 'Export every change between two snapshots as CSV',
+      description: `${changesDescription} Paging is ignored.`,
+      parameters: [...queryParameterNames(catalog, false), ...CHANGE_PAIR_PARAMETERS],
+      responses: { 200: changesCsv() },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/trend`, operationId: 'trend', tag: 'History', organization: true, conditional: true,
+      summary: 'How many rows match, in every retained snapshot',
+      description: trendDescription,
+      parameters: [...query, ...TREND_PARAMETERS],
+      responses: { 200: { description: 'The points, oldest first.', content: jsonApi(ref('Trend')) } },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${viewPath}/changes`, operationId: 'savedViewChanges', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'What changed in a saved view\'s query between two snapshots: one page',
+      description: `${changesDescription} The query is the stored one; other query parameters than these are ignored.`,
+      parameters: ['view_id', ...PAGE_PARAMETERS, ...CHANGE_PAIR_PARAMETERS],
+      responses: { 200: { description: 'One page of changes.', content: jsonApi(ref('ChangesPage')) } },
+      errors: [400, 422, 504],
+    },
+    {
+      method: 'get', path: `${viewPath}/changes/export/csv`, operationId: 'savedViewChangesCsv', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'Export every change of a saved view\'s query between two snapshots as CSV',
+      description: `${changesDescription} The query is the stored one.`,
+      parameters: ['view_id', ...CHANGE_PAIR_PARAMETERS],
+      responses: { 200: changesCsv() },
+      errors: [400, 422, 504],
+    },
+    {
+      method: 'get', path: `${viewPath}/trend`, operationId: 'savedViewTrend', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'The trend of a saved view\'s query over the retained snapshots',
+      description: `${trendDescription} The query is the stored one.`,
+      parameters: ['view_id', ...TREND_PARAMETERS],
+      responses: { 200: { description: 'The points, oldest first.', content: jsonApi(ref('Trend')) } },
+      errors: [400, 422, 504],
+    },
   ];
 }
 

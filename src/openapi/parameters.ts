@@ -8,6 +8,13 @@ export const paramRef = (name: string): Json => ({ $ref: `#/components/parameter
 
 export const PAGE_PARAMETERS = ['page.number', 'page.size'];
 
+/** Parameters that pick the snapshot a query reads (docs/history.md §3). */
+export const TIME_TRAVEL_PARAMETERS = ['snapshot', 'as_of'];
+/** Parameters that pick the two snapshots a change set compares (docs/history.md §4). */
+export const CHANGE_PAIR_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
+/** Parameters of a trend (docs/history.md §5). */
+export const TREND_PARAMETERS = ['sum', 'since'];
+
 /** Component names of the query parameters of endpoints 1 and 2 (interface §4–5). */
 export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
   return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? PAGE_PARAMETERS : [])];
@@ -70,6 +77,50 @@ export function componentParameters(catalog: Catalog): Record<string, Json> {
       name: 'page[size]', in: 'query', required: false,
       description: 'Rows per page; default 20, clamped to 100.',
       schema: ref('PageSize'),
+    },
+    snapshot: {
+      name: 'snapshot', in: 'query', required: false,
+      description: 'Answer from this retained snapshot (an id from GET …/explorer/snapshots) instead of the current one. '
+        + 'Not with `as_of`. An id that is unknown, removed, or of a snapshot without this organization is a 400 naming `snapshot`.',
+      schema: { type: 'string' },
+    },
+    as_of: {
+      name: 'as_of', in: 'query', required: false,
+      description: 'Answer from the newest retained snapshot loaded at or before this datetime (filter datetime syntax; no offset means UTC). '
+        + 'Not with `snapshot`. Before every retained snapshot is a 400 naming `as_of`.',
+      schema: { type: 'string' },
+      examples: { utc: { value: '2026-11-20T09:00:00Z' } },
+    },
+    from: {
+      name: 'from', in: 'query', required: false,
+      description: 'The snapshot compared from; default: the retained snapshot loaded just before `to`. Must be older than `to`.',
+      schema: { type: 'string' },
+    },
+    to: {
+      name: 'to', in: 'query', required: false,
+      description: 'The snapshot compared to; default: the current one.',
+      schema: { type: 'string' },
+    },
+    from_as_of: {
+      name: 'from_as_of', in: 'query', required: false,
+      description: 'Like `from`, by datetime as `as_of` picks one. Not with `from`.',
+      schema: { type: 'string' },
+    },
+    to_as_of: {
+      name: 'to_as_of', in: 'query', required: false,
+      description: 'Like `to`, by datetime as `as_of` picks one. Not with `to`.',
+      schema: { type: 'string' },
+    },
+    sum: {
+      name: 'sum', in: 'query', required: false,
+      description: 'Number fields of the view to sum over the matching rows of each point, comma-separated, each once, at most 5.',
+      schema: { type: 'string' },
+      examples: { workspaces: { value: 'resource_count,current_rum_count' } },
+    },
+    since: {
+      name: 'since', in: 'query', required: false,
+      description: 'Leave out the points loaded before this datetime (one loaded exactly then stays).',
+      schema: { type: 'string' },
     },
     'If-None-Match': {
       name: 'If-None-Match', in: 'header', required: false,

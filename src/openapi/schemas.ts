@@ -334,6 +334,109 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
     properties: { errors: { type: 'array', minItems: 1, items: ref('Error') } },
   };
 
+  const loadedAt = { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\+00:00$', description: 'When the snapshot was loaded.' };
+  const label = { type: ['string', 'null'], maxLength: 255, description: 'The label given at load, if any.' };
+  out.Snapshot = {
+    type: 'object',
+    required: ['id', 'type', 'attributes'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', description: 'Snapshot id: sortable by load time.' },
+      type: { const: 'explorer-snapshots' },
+      attributes: {
+        type: 'object',
+        required: ['loaded-at', 'label', 'current', 'counts'],
+        additionalProperties: false,
+        properties: {
+          'loaded-at': loadedAt,
+          label,
+          current: { type: 'boolean' },
+          counts: {
+            type: 'object',
+            description: 'The organization\'s rows in each view of this snapshot.',
+            required: catalog.views.map((v) => v.name),
+            additionalProperties: false,
+            properties: Object.fromEntries(catalog.views.map((v) => [v.name, { type: 'integer', minimum: 0 }])),
+          },
+        },
+      },
+    },
+  };
+  out.SnapshotList = {
+    type: 'object',
+    required: ['data', 'links', 'meta'],
+    additionalProperties: false,
+    properties: { data: { type: 'array', items: ref('Snapshot'), maxItems: MAX_PAGE_SIZE }, links: ref('PageLinks'), meta: ref('PageMeta') },
+  };
+  const side = { anyOf: [{ type: 'null' }, ...catalog.views.map((v) => ref(`Attributes.${v.name}`))], description: 'The selected fields of the row in that snapshot; null when it is not there.' };
+  out.Change = {
+    type: 'object',
+    required: ['id', 'type', 'attributes'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', description: 'The row id.' },
+      type: { const: 'explorer-changes' },
+      attributes: {
+        type: 'object',
+        required: ['change', 'changed-fields', 'before', 'after'],
+        additionalProperties: false,
+        properties: {
+          change: { enum: ['added', 'removed', 'changed'] },
+          'changed-fields': { type: 'array', items: { type: 'string' }, description: 'Every field whose value differs (whatever `fields` selects), alphabetical; empty unless changed.' },
+          before: side,
+          after: side,
+        },
+      },
+    },
+  };
+  const count = { type: 'integer', minimum: 0 };
+  out.ChangesPage = {
+    type: 'object',
+    required: ['data', 'links', 'meta'],
+    additionalProperties: false,
+    properties: {
+      data: { type: 'array', items: ref('Change'), maxItems: MAX_PAGE_SIZE },
+      links: ref('PageLinks'),
+      meta: {
+        type: 'object',
+        required: ['pagination', 'from', 'to', 'counts'],
+        additionalProperties: false,
+        properties: {
+          pagination: (out.PageMeta.properties as Json).pagination,
+          from: { type: 'string' },
+          to: { type: 'string' },
+          counts: { type: 'object', required: ['added', 'removed', 'changed'], additionalProperties: false, properties: { added: count, removed: count, changed: count } },
+        },
+      },
+    },
+  };
+  out.TrendPoint = {
+    type: 'object',
+    required: ['id', 'type', 'attributes'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', description: 'The snapshot id.' },
+      type: { const: 'explorer-trend-points' },
+      attributes: {
+        type: 'object',
+        required: ['loaded-at', 'label', 'count'],
+        additionalProperties: false,
+        properties: {
+          'loaded-at': loadedAt,
+          label,
+          count,
+          sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the matching rows, null when none matches.', additionalProperties: { type: ['number', 'null'] } },
+        },
+      },
+    },
+  };
+  out.Trend = {
+    type: 'object',
+    required: ['data'],
+    additionalProperties: false,
+    properties: { data: { type: 'array', items: ref('TrendPoint'), description: 'One point per retained snapshot that includes the organization, oldest first.' } },
+  };
+
   out.Health = { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } };
   out.Readiness = {
     type: 'object',

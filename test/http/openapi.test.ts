@@ -20,6 +20,8 @@ import { openApiOptions } from '../../src/openapi/options.js';
 import { ORG } from '../fixtures/small-source.js';
 import { clientQuery, startHarness, type Harness } from '../helpers/harness.js';
 import { answer, Contract, rawGet, type Answer } from '../helpers/openapi-contract.js';
+import { waitFor } from '../helpers/wait.js';
+import { loadSnapshot } from '../../src/snapshots/load.js';
 
 const ORG_PATH = '/api/v2/organizations/{organization_name}';
 const EXPLORER = `${ORG_PATH}/explorer`;
@@ -332,6 +334,37 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${VIEW}/results`, { params: { view_id: id }, query: '?page%5Bnumber%5D=0' })).status).to.equal(400);
     expect((await call('GET', `${VIEW}/csv`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/export/csv`, { params: { view_id: id } })).status).to.equal(200);
+
+    // History: one snapshot only, so changes have nothing to compare (a 400 naming `from`); then a second one.
+    const lonely = await call('GET', `${EXPLORER}/changes`, { query: '?type=workspaces' });
+    expect(lonely.status).to.equal(400);
+    expect(lonely.body.errors[0].source).to.deep.equal({ parameter: 'from' });
+    const second = await loadSnapshot(join(h.dataDir, 'source'), { dataDir: h.dataDir, label: 'openapi' });
+    await waitFor(async () => (await h.explorer('?type=workspaces')).headers.get('x-explorer-snapshot') === second.manifest.id, 5000, 'second snapshot');
+    const snapshots = await call('GET', `${EXPLORER}/snapshots`);
+    expect(snapshots.body.data.map((s: any) => s.attributes.label)).to.deep.equal(['openapi', null]);
+    const first = snapshots.body.data[1].id;
+    expect((await call('GET', `${EXPLORER}/snapshots`, { query: '?page%5Bnumber%5D=0' })).status).to.equal(400);
+    expect((await call('GET', EXPLORER, { query: `?type=providers&snapshot=${first}` })).status).to.equal(200);
+    expect((await call('GET', EXPLORER, { query: '?type=providers&snapshot=nope' })).status).to.equal(400);
+    expect((await call('GET', EXPORT, { query: `?type=modules&as_of=2999-01-01` })).status).to.equal(200);
+    for (const view of catalog.views) {
+      const changes = await call('GET', `${EXPLORER}/changes`, { query: `?type=${view.name}&from=${first}` });
+      expect(changes.status, changes.text.slice(0, 300)).to.equal(200);
+      expect(changes.body.meta.counts).to.deep.equal({ added: 0, removed: 0, changed: 0 }); // the same source twice
+      const csv = await call('GET', `${EXPLORER}/changes/export/csv`, { query: `?type=${view.name}&fields=${view.fields[0]!.name}` });
+      expect(csv.text).to.equal(`change,changed_fields,${view.fields[0]!.name},previous_${view.fields[0]!.name}\n`);
+      const sum = view.fields.find((f) => f.type === 'number');
+      const trend = await call('GET', `${EXPLORER}/trend`, { query: `?type=${view.name}${sum ? `&sum=${sum.name}` : ''}` });
+      expect(trend.body.data.length, view.name).to.equal(2);
+    }
+    expect((await call('GET', `${EXPLORER}/trend`, { query: '?type=workspaces&sum=workspace_name' })).status).to.equal(400);
+    expect((await call('GET', `${VIEW}/results`, { params: { view_id: id }, query: `?as_of=2999-01-01` })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/trend`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/changes`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/changes/export/csv`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/changes`, { params: { view_id: id }, query: `?from=${second.manifest.id}` })).status).to.equal(400);
+
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(404);
 
