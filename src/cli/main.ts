@@ -1,22 +1,26 @@
 #!/usr/bin/env node
-// The `explorer` command: sample, load, token, serve. Every command honours DATA_DIR (default ./data).
-import { loadConfig } from '../config.js';
+// The `explorer` command: sample, load, load-series, token, serve. Every command honours DATA_DIR (default ./data).
+import { loadConfig, type Config } from '../config.js';
 import { jsonLogger } from '../log.js';
 import { parseArgs, UsageError, wholeNumber } from './args.js';
 import { issueToken } from '../access/tokens.js';
 import { readAccess, readCurrentId } from '../snapshots/snapshot-dir.js';
 import { loadSnapshot, SourceInvalidError } from '../snapshots/load.js';
 import { SAMPLE_DEFAULTS, writeSample } from '../snapshots/sample.js';
+import { writeSampleSeries, type DaySummary } from '../snapshots/sample-series.js';
 import { startServer } from '../server.js';
 import { openStateStore } from '../store/open-store.js';
 import type { TokenKind } from '../store/state-store.js';
 import { openJournalStore } from '../store/journal-store.js';
 import { migrateState } from '../store/migrate.js';
 import { join } from 'node:path';
+import { readdir, stat } from 'node:fs/promises';
 
 const USAGE = `usage: explorer <command>
   sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
-  load <dir>                                                     validate a source and make it the current snapshot
+         [--days N]                                              or N of them, a day apart: <dir>/day-01 … day-N
+  load <dir> [--label L]                                         validate a source and make it the current snapshot
+  load-series <dir>                                              load <dir>/day-* oldest first, each labelled with its name
   token create --organization O [--team T | --user U] [--description D]
   token list                                                     list tokens (no secrets)
   token revoke <id>
@@ -30,40 +34,102 @@ function progress(message: string): void {
 }
 
 async function sample(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['organizations', 'workspaces', 'seed']);
+  const args = parseArgs(argv, ['organizations', 'workspaces', 'seed', 'days']);
   const dir = args.positional[0];
   if (!dir || args.positional.length > 1) throw new UsageError('sample takes one directory');
-  const started = performance.now();
-  const summary = await writeSample(dir, {
+  const options = {
     organizations: wholeNumber(args, 'organizations', SAMPLE_DEFAULTS.organizations),
     workspaces: wholeNumber(args, 'workspaces', SAMPLE_DEFAULTS.workspaces),
     seed: wholeNumber(args, 'seed', SAMPLE_DEFAULTS.seed),
-    onProgress: (written, total) => progress(`writing workspaces: ${written.toLocaleString('en')} / ${total.toLocaleString('en')}`),
-  });
+    onProgress: (written: number, total: number) => progress(`writing workspaces: ${written.toLocaleString('en')} / ${total.toLocaleString('en')}`),
+  };
+  if (args.options.has('days')) return sampleSeries(dir, options, wholeNumber(args, 'days', 1));
+  const started = performance.now();
+  const summary = await writeSample(dir, options);
   if (isTty) process.stderr.write('\r\x1b[K');
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`wrote ${dir}: ${JSON.stringify(summary.counts)} in ${seconds} s; largest organization ${summary.largestOrganization}`);
 }
 
-async function load(argv: string[]): Promise<number> {
-  const args = parseArgs(argv, []);
-  const dir = args.positional[0];
-  if (!dir || args.positional.length > 1) throw new UsageError('load takes one directory');
-  const config = loadConfig();
+async function sampleSeries(dir: string, options: Parameters<typeof writeSample>[1], days: number): Promise<void> {
+  if (days < 1) throw new UsageError('--days must be at least 1');
+  const describe = (d: DaySummary) => {
+    const c = d.changes;
+    if (c === null) return 'the plain sample';
+    const kinds = [
+      [c.created, 'created'], [c.deleted, 'deleted'], [c.engineUpgrades, 'engine upgrades'], [c.providerUpgrades, 'provider upgrades'],
+      [c.moduleUpgrades, 'module upgrades'], [c.driftAppeared, 'drifted'], [c.driftCleared, 'drift cleared'],
+    ] as const;
+    return `${c.workspaces} workspaces changed (${kinds.map(([n, what]) => `${n} ${what}`).join(', ')})`;
+  };
+  const written = await writeSampleSeries(dir, {
+    ...options,
+    days,
+    onDay: (d) => {
+      if (isTty) process.stderr.write('\r\x1b[K');
+      console.log(`wrote ${d.dir}: ${JSON.stringify(d.counts)} in ${d.seconds.toFixed(1)} s; ${describe(d)}`);
+      if (d.day < days) progress(`writing day ${d.day + 1} of ${days}`);
+    },
+  });
+  // Left over from a longer series: load-series would load them after these days.
+  const names = new Set(written.map((d) => d.name));
+  const stale = (await readdir(dir)).filter((n) => n.startsWith('day-') && !names.has(n)).sort();
+  if (stale.length > 0) console.error(`warning: ${dir} also holds ${stale.join(', ')}, not written now; load-series would load them too`);
+}
+
+/**
+ * Loads one source and says what it loaded (`what` names it: "snapshot", "day-03"); on a rejected source,
+ * prints the loader's problems and returns the error instead of throwing it.
+ */
+async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | null> {
   try {
-    const { manifest, seconds } = await loadSnapshot(dir, { dataDir: config.dataDir, onProgress: progress });
+    const { manifest, seconds } = await loadSnapshot(dir, {
+      dataDir: config.dataDir, keep: config.snapshotKeep, onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
+    });
     if (isTty) process.stderr.write('\r\x1b[K');
     const c = manifest.counts;
-    console.log(`loaded snapshot ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows, ${c.workspace_resources ?? 0} resource rows in ${seconds.toFixed(1)} s`);
-    return 0;
+    console.log(`loaded ${what} ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows, ${c.workspace_resources ?? 0} resource rows in ${seconds.toFixed(1)} s`);
+    return null;
   } catch (e) {
     if (isTty) process.stderr.write('\r\x1b[K');
     if (!(e instanceof SourceInvalidError)) throw e;
     for (const line of e.errors) console.error(line);
     if (e.errorCount > e.errors.length) console.error(`… and ${e.errorCount - e.errors.length} more`);
-    console.error(`load rejected: ${e.message}; the current snapshot is unchanged`);
+    return e;
+  }
+}
+
+async function load(argv: string[]): Promise<number> {
+  const args = parseArgs(argv, ['label']);
+  const dir = args.positional[0];
+  if (!dir || args.positional.length > 1) throw new UsageError('load takes one directory');
+  const rejected = await loadOne(loadConfig(), dir, 'snapshot', args.options.get('label'));
+  if (rejected) console.error(`load rejected: ${rejected.message}; the current snapshot is unchanged`);
+  return rejected ? 1 : 0;
+}
+
+async function loadSeries(argv: string[]): Promise<number> {
+  const args = parseArgs(argv, []);
+  const dir = args.positional[0];
+  if (!dir || args.positional.length > 1) throw new UsageError('load-series takes one directory');
+  const entries = await readdir(dir).catch(() => null);
+  if (entries === null) { console.error(`load-series: ${dir} is not a directory`); return 1; }
+  // Plain code-unit order, never the locale's: day-01 … day-09, day-10 …
+  const days: string[] = [];
+  for (const name of entries.filter((n) => n.startsWith('day-')).sort()) {
+    if ((await stat(join(dir, name))).isDirectory()) days.push(name);
+  }
+  if (days.length === 0) { console.error(`load-series: no day-* directories in ${dir}`); return 1; }
+  const config = loadConfig();
+  if (days.length > config.snapshotKeep) console.error(`warning: SNAPSHOT_KEEP is ${config.snapshotKeep}: only the newest ${config.snapshotKeep} of these ${days.length} days will be kept`);
+  for (const [i, label] of days.entries()) {
+    const rejected = await loadOne(config, join(dir, label), `${label} as snapshot`, label);
+    if (!rejected) continue;
+    const kept = i === 0 ? 'the current snapshot is unchanged' : `${days.slice(0, i).join(', ')} loaded, ${days[i - 1]} is current`;
+    console.error(`load-series stopped at ${label}: ${rejected.message}; ${kept}; ${days.length - i - 1} later days not loaded`);
     return 1;
   }
+  return 0;
 }
 
 async function token(argv: string[]): Promise<number> {
@@ -156,6 +222,7 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'sample': await sample(rest); return 0;
     case 'load': return load(rest);
+    case 'load-series': return loadSeries(rest);
     case 'token': return token(rest);
     case 'serve': await serve(rest); return -1;
     case 'migrate-state': return migrate(rest);

@@ -196,13 +196,18 @@ function permute32(i: number, key: number): number {
   return (x ^ (x >>> 16)) >>> 0;
 }
 
-function id16(counter: number, key: number, rng: Rng): string {
+function idHead(counter: number, key: number): string {
   let p = permute32(counter, key);
   let s = '';
   for (let j = 0; j < 6; j++) {
     s += B62[p % 62];
     p = Math.floor(p / 62);
   }
+  return s;
+}
+
+function id16(counter: number, key: number, rng: Rng): string {
+  let s = idHead(counter, key);
   for (let k = 0; k < 2; k++) {
     let r = rng.u32();
     for (let j = 0; j < 5; j++) {
@@ -706,6 +711,25 @@ function checkOption(name: string, v: unknown, min: number): number {
   return v;
 }
 
+/** The seed's PRNG, after drawing the keys that scramble id counters (the generator's first draws). */
+function idKeys(seed: number): { rng: Rng; wsKey: number; prjKey: number; runKey: number } {
+  const rng = new Rng(seed);
+  return { rng, wsKey: rng.u32(), prjKey: rng.u32(), runKey: rng.u32() };
+}
+
+/**
+ * The first six characters of the id of a seed's `counter`-th workspace or run (the sample numbers both
+ * from 0 to workspaces − 1). Distinct counters give distinct heads, so ids minted with counters the sample
+ * did not use (sample-series.ts) can never equal one of its ids.
+ */
+export function sampleIdHeads(seed: number): { workspace: (counter: number) => string; run: (counter: number) => string } {
+  const { wsKey, runKey } = idKeys(seed);
+  return { workspace: (counter) => idHead(counter, wsKey), run: (counter) => idHead(counter, runKey) };
+}
+
+/** No timestamp of a sample is later than this: the moment its estate is seen (sample-series.ts moves on from here). */
+export const SAMPLE_AS_OF_MS = T_END;
+
 export async function writeSample(dir: string, opts: SampleOptions): Promise<SampleSummary> {
   const totalWs = checkOption('workspaces', opts.workspaces, 1);
   if (totalWs >= 2 ** 32) throw new RangeError('sample option workspaces must be below 2^32');
@@ -713,10 +737,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
   if (typeof opts.seed !== 'number' || !Number.isFinite(opts.seed)) {
     throw new RangeError(`sample option seed must be a finite number, got ${String(opts.seed)}`);
   }
-  const rng = new Rng(opts.seed);
-  const wsKey = rng.u32();
-  const prjKey = rng.u32();
-  const runKey = rng.u32();
+  const { rng, wsKey, prjKey, runKey } = idKeys(opts.seed);
   // Drawn from a stream of their own, so that adding them left every earlier part of a seed's sample as it was.
   const later = new Rng(opts.seed ^ 0x51ed270b);
   const orgKey = later.u32();
