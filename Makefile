@@ -6,6 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 SAMPLE_ORGANIZATIONS ?= 40
 SAMPLE_WORKSPACES ?= 20000
+SAMPLE_DAYS ?= 7
 export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
@@ -37,18 +38,18 @@ test: build test-deps
 	TZ=$(TEST_TZ) LANG=$(TEST_LOCALE) npx mocha
 
 sample: build
-	$(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES)
+	$(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES) --days $(SAMPLE_DAYS)
 
 load: build
 	@test -n "$(SOURCE)" || { echo "usage: make load SOURCE=<dir>"; exit 2; }
 	$(EXPLORER) load $(SOURCE)
 
-# Loads the sample when no snapshot exists, prints a fresh demo token and a curl line, then serves.
+# Loads a week of sample history when no snapshot exists, prints a fresh demo token and a curl line, then serves.
 run: build
 	@if [ ! -s "$(DATA_DIR)/snapshots/CURRENT" ]; then \
-	  echo "No snapshot yet: generating and loading the sample ($(SAMPLE_WORKSPACES) workspaces)…"; \
-	  $(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES); \
-	  $(EXPLORER) load $(DATA_DIR)/sample-source; \
+	  echo "No snapshot yet: generating and loading $(SAMPLE_DAYS) days of sample history ($(SAMPLE_WORKSPACES) workspaces)…"; \
+	  $(EXPLORER) sample $(DATA_DIR)/sample-source --organizations $(SAMPLE_ORGANIZATIONS) --workspaces $(SAMPLE_WORKSPACES) --days $(SAMPLE_DAYS); \
+	  $(EXPLORER) load-series $(DATA_DIR)/sample-source; \
 	fi
 	@token=$$($(EXPLORER) token create --organization acme-corp --description "make run" 2>/dev/null | tail -n 1); \
 	echo; echo "Token for organization acme-corp: $$token"; echo "Try:"; \
