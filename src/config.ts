@@ -2,7 +2,9 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { ENGINE_PATTERN } from './catalog/catalog.js';
-import { DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP } from './snapshots/snapshot-dir.js';
+import {
+  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
+} from './snapshots/snapshot-dir.js';
 
 export interface Config {
   dataDir: string;
@@ -32,6 +34,8 @@ export interface Config {
   responseCacheBytes: number;
   /** Snapshots kept for history (docs/history.md): the newest this many. */
   snapshotKeep: number;
+  /** Of those, the newest this many keep their serving layout; older ones are compacted. */
+  snapshotKeepFull: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -71,5 +75,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
     responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,
     snapshotKeep: int(env, 'SNAPSHOT_KEEP', DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP),
+    snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

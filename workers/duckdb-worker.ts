@@ -3,6 +3,7 @@
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { openInstance } from '../src/duckdb/open-instance.js';
@@ -78,7 +79,7 @@ channel.unref();
 // Snapshot databases attached to this worker's instance (instance-wide: every connection sees them).
 // Attached once per snapshot, serialized; detached when idle and no longer among the most recently
 // attached `attachedMax` (history reads up to SNAPSHOT_KEEP of them at once; pages read one).
-interface Attached { ready: Promise<void>; running: number; order: number }
+interface Attached { ready: Promise<void>; running: number; order: number; path: string }
 const attached = new Map<string, Attached>();
 let attachOrder = 0;
 
@@ -93,7 +94,7 @@ async function attach(db: DuckDBInstance, target: Attachment): Promise<Attached>
         setup.closeSync();
       }
     })();
-    entry = { ready, running: 0, order: ++attachOrder };
+    entry = { ready, running: 0, order: ++attachOrder, path: target.path };
     attached.set(target.alias, entry);
     ready.catch(() => attached.delete(target.alias));
     void detachStale(db);
@@ -106,8 +107,10 @@ async function detachStale(db: DuckDBInstance): Promise<void> {
   const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, config.attachedMax).map(([alias]) => alias);
   for (const [alias, entry] of attached) {
     // Prepared statements must never outlive the database they read: a running task's are dropped when it
-    // ends, and the snapshot is detached at a later attach.
-    if (newest.includes(alias) || entry.running > 0 || !slots.releasable(alias)) continue;
+    // ends, and the snapshot is detached at a later attach. A file removed since (retention, compaction)
+    // goes at once: its disk space is freed only when the last handle on it closes.
+    const removed = !existsSync(entry.path);
+    if ((newest.includes(alias) && !removed) || entry.running > 0 || !slots.releasable(alias)) continue;
     attached.delete(alias);
     const setup = await db.connect();
     try {

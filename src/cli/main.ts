@@ -83,10 +83,12 @@ async function sampleSeries(dir: string, options: Parameters<typeof writeSample>
  */
 async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | null> {
   try {
-    const { manifest, seconds } = await loadSnapshot(dir, {
-      dataDir: config.dataDir, keep: config.snapshotKeep, onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
+    const { manifest, seconds, compactionError } = await loadSnapshot(dir, {
+      dataDir: config.dataDir, keep: config.snapshotKeep, keepFull: config.snapshotKeepFull,
+      onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
     });
     if (isTty) process.stderr.write('\r\x1b[K');
+    if (compactionError) console.error(`warning: older snapshots could not be compacted (${compactionError}); they stay whole until the next load`);
     const c = manifest.counts;
     console.log(`loaded ${what} ${manifest.id}: ${c.organizations} organizations, ${c.workspaces} workspaces, ${c.workspace_providers} provider rows, ${c.workspace_modules} module rows, ${c.workspace_resources ?? 0} resource rows in ${seconds.toFixed(1)} s`);
     return null;

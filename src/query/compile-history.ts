@@ -3,7 +3,7 @@
 // exactly what a query of that snapshot answers.
 import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field, View } from '../catalog/types.js';
-import { condition, csvText, ident, orderTerms, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, csvText, ident, orderTerms, rowJsonSql, type CompileTarget, type SqlValue } from './compile.js';
 import type { Query } from './query.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -50,13 +50,14 @@ function changedFieldsSql(view: View, before: string, after: string): string {
  * `from` for a removed row); each `previous` field is carried as it is in `from` too.
  */
 function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params: SqlValue[], previous: Field[]): string {
-  if (from.rowJson !== true || to.rowJson !== true) throw new Error('history needs snapshots with row JSON');
   const carried = [...new Set([...sortColumns(query), ...previous.map((f) => f.column)])];
   const json = ident(ROW_JSON_COLUMN);
   const side = (target: CompileTarget) => {
     const match = query.conditions.length === 0 ? 'true' : query.conditions.map((c) => condition(c, params)).join(' AND ');
     params.push(target.organization);
-    const columns = ['"_id"', json, ...carried.map(ident)].join(', ');
+    // A compacted snapshot does not store the row JSON: it is computed by the loader's own expression.
+    const rowJson = target.rowJson === true ? json : `${rowJsonSql(query.view)} AS ${json}`;
+    const columns = ['"_id"', rowJson, ...carried.map(ident)].join(', ');
     return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE "_org" = ?`;
   };
   const f = side(from);

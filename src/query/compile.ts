@@ -127,6 +127,16 @@ export function jsonValueSql(f: Field, column = col(f)): string {
 const jsonValue = (f: Field) => jsonValueSql(f);
 
 /**
+ * A row's values as one JSON array in declaration order (Field.index): what the loader stores as `_json`, and
+ * what history computes from the columns of a compacted snapshot, which does not store it. One expression,
+ * so that both give the same text for the same values.
+ */
+export function rowJsonSql(view: View, column: (f: Field) => string = col): string {
+  const byIndex = [...view.fields].sort((a, b) => a.index - b.index);
+  return `json_array(${byIndex.map((f) => jsonValueSql(f, column(f))).join(', ')})::VARCHAR`;
+}
+
+/**
  * The CSV text of a field. Its output name must not be a column name: ORDER BY binds a name to the
  * SELECT list before the table, so `AS "drifted"` made the export sort by the text ('' first, "10" before
  * "2") instead of the value. The header is written apart, from the catalog, so the name is free.

@@ -83,7 +83,8 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     const path = join(dir, manifest.database);
     await checkDuckdb(path);
     // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
-    attachment = { alias: `snapshot_${id.replace(/[^0-9A-Za-z]/g, '_')}`, path };
+    // It names the file too: a compacted snapshot's file is another database than the one it replaced.
+    attachment = { alias: `snapshot_${id}_${manifest.database}`.replace(/[^0-9A-Za-z]/g, '_'), path };
   }
   return {
     id,
@@ -93,11 +94,11 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
     organizations: new Set(access.organizations),
     target(view, organization) {
       const parquet = paths.get(view);
-      if (!parquet) throw new Error(`snapshot ${id} has no file for view ${view}`);
+      if (!parquet && !attachment) throw new Error(`snapshot ${id} has no file for view ${view}`);
       const csvLines = attachment ? manifest.csvLines?.[view] : undefined;
       const rows = manifest.organizationRows?.[view];
       return {
-        relation: attachment ? `"${attachment.alias}"."${view}"` : parquet,
+        relation: attachment ? `"${attachment.alias}"."${view}"` : parquet!,
         organization,
         // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
         organizationRows: rows ? (rows[organization] ?? 0) : undefined,
@@ -105,7 +106,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
         rowJson: attachment !== null && manifest.rowJson === true,
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
-        defaultOrderStored: csvLines !== undefined,
+        defaultOrderStored: attachment !== null && (csvLines !== undefined || manifest.defaultOrderStored === true),
       };
     },
   };
@@ -207,7 +208,12 @@ export class SnapshotRegistry {
     // A directory newer than CURRENT is a load between its rename and its switch: not history yet.
     const loaded = id === null ? [] : ids.filter((s) => s <= id!);
     this.retained = retainedIds(loaded, this.keep);
-    for (const old of this.opened.keys()) if (!this.retained.includes(old)) this.opened.delete(old);
+    for (const [old, opening] of this.opened) {
+      if (!this.retained.includes(old)) this.opened.delete(old);
+      // Compacted since it was opened (its manifest names another file now): opened again when next asked for.
+      const path = (await opening)?.attachment?.path;
+      if (path && !(await fs.stat(path).catch(() => null))) this.opened.delete(old);
+    }
     if (ids.length > this.keep) {
       // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends.
       const removed = await pruneSnapshots(this.dataDir, this.keep, new Set(this.leases.keys())).catch(() => []);

@@ -7,11 +7,12 @@ import { openInstance } from '../duckdb/open-instance.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
+import { compactSnapshots } from './compact.js';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
-  DEFAULT_SNAPSHOT_KEEP, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
+  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from './snapshot-dir.js';
 
 export class SourceInvalidError extends Error {
@@ -25,6 +26,8 @@ export interface LoadOptions {
   dataDir: string;
   /** Snapshots to keep (config.snapshotKeep); older ones are removed after this load. */
   keep?: number;
+  /** Of those, the newest to keep whole (config.snapshotKeepFull); older ones are compacted after this load. */
+  keepFull?: number;
   /** The snapshot's label (docs/history.md): 1–255 characters. */
   label?: string;
   memoryLimit?: string;
@@ -36,6 +39,9 @@ export interface LoadResult {
   manifest: Manifest;
   validation: ValidationResult;
   seconds: number;
+  /** Snapshots compacted after the load, and why compacting failed if it did (the load itself stands). */
+  compacted: string[];
+  compactionError?: string;
 }
 
 export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promise<LoadResult> {
@@ -74,6 +80,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       organizationRows,
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
+      defaultOrderStored: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -85,7 +92,9 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     await fsyncPath(root);
     await writeCurrentId(opts.dataDir, id);
     await pruneSnapshots(opts.dataDir, opts.keep ?? DEFAULT_SNAPSHOT_KEEP);
-    return { manifest, validation, seconds: (performance.now() - started) / 1000 };
+    const compaction = await compactSnapshots(opts.dataDir, opts.keepFull ?? DEFAULT_SNAPSHOT_KEEP_FULL, { memoryLimit: opts.memoryLimit, threads: opts.threads })
+      .then((compacted) => ({ compacted }), (e: Error) => ({ compacted: [] as string[], compactionError: e.message }));
+    return { manifest, validation, seconds: (performance.now() - started) / 1000, ...compaction };
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true });
     throw e;

@@ -12,6 +12,13 @@ import type { AccessData } from './source-validator.js';
 /** How many snapshots history keeps when SNAPSHOT_KEEP is not set, and the fewest it may keep. */
 export const DEFAULT_SNAPSHOT_KEEP = 30;
 export const MIN_SNAPSHOT_KEEP = 2;
+/**
+ * How many of the newest snapshots keep their serving layout (SNAPSHOT_KEEP_FULL); older ones are compacted
+ * (compact.ts). Never fewer than two: the current one and the one a lagging server or a running request
+ * may still read as current.
+ */
+export const DEFAULT_SNAPSHOT_KEEP_FULL = 2;
+export const MIN_SNAPSHOT_KEEP_FULL = 2;
 const ID = /^\d{8}T\d{6}\d{3}Z-[a-z0-9]{6}$/;
 
 export interface Manifest {
@@ -36,6 +43,10 @@ export interface Manifest {
   csvLines?: Record<string, number[]>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
+  /** Within each organization, the view tables' rows are in the view's default order (true of every snapshot since history). */
+  defaultOrderStored?: boolean;
+  /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files. */
+  compacted?: boolean;
 }
 
 export const snapshotsDir = (dataDir: string) => join(dataDir, 'snapshots');
@@ -84,6 +95,21 @@ export async function listSnapshotIds(dataDir: string): Promise<string[]> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
   }
+}
+
+/** Replaces a snapshot's manifest atomically (write, fsync, rename, fsync dir): readers see the old one or the new one. */
+export async function writeManifest(dataDir: string, manifest: Manifest): Promise<void> {
+  const dir = snapshotPath(dataDir, manifest.id);
+  const tmp = join(dir, `.manifest.${process.pid}.${Date.now()}.json`);
+  const handle = await fs.open(tmp, 'w');
+  try {
+    await handle.writeFile(JSON.stringify(manifest, null, 2));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(tmp, join(dir, 'manifest.json'));
+  await fsyncPath(dir);
 }
 
 export async function readManifest(dataDir: string, id: string): Promise<Manifest> {

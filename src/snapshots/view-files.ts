@@ -5,7 +5,7 @@
 // organization's row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
 import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
-import { csvLineSql, defaultOrder, jsonValueSql } from '../query/compile.js';
+import { csvLineSql, defaultOrder, rowJsonSql } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
 import { sqlLiteral } from './staging.js';
@@ -37,8 +37,7 @@ export function viewStatements(): { view: string; file: string; sorted: string; 
     const sortFields = new Set(sortKeys(view, view.defaultSort).map((k) => k.field));
     const strings = view.fields.filter((f) => f.type === 'string');
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
-    const byIndex = [...view.fields].sort((a, b) => a.index - b.index);
-    const json = `json_array(${byIndex.map((f) => jsonValueSql(f, `t."${f.column}"`)).join(', ')})::VARCHAR AS "${ROW_JSON_COLUMN}"`;
+    const json = `${rowJsonSql(view, (f) => `t."${f.column}"`)} AS "${ROW_JSON_COLUMN}"`;
     // Every field in default order (alphabetical for the default engine); the manifest records which.
     const csv = `${csvLineSql(view.fields, (f) => `t."${f.column}"`)} AS "${CSV_LINE_COLUMN}"`;
     // Within an organization, rows are stored in the view's default order, which a default export reads.

@@ -3,6 +3,7 @@
 // each day's source rows by the interface's rules, never from the server's own answers; time travel is held
 // to what the same request answered while that day was current.
 import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import * as fx from '../fixtures/small-source.js';
@@ -174,6 +175,13 @@ describe('history over HTTP', function () {
   });
 
   describe('snapshot= and as_of=', () => {
+    it('read a compacted day 1 (older than the two newest): one DuckDB file without row JSON, CSV lines or Parquet', async () => {
+      const dir = join(h.dataDir, 'snapshots', ids[0]!);
+      expect(readdirSync(dir).sort()).to.deep.equal(['access.json', 'compact.duckdb', 'manifest.json']);
+      expect(JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'))).to.include({ compacted: true, rowJson: false, database: 'compact.duckdb' });
+      expect(readdirSync(join(h.dataDir, 'snapshots', ids[1]!))).to.include('snapshot.duckdb');
+    });
+
     it('answer exactly what each day answered while it was current, and say which snapshot', async () => {
       for (let d = 0; d < 3; d++) {
         for (const probe of PROBES) {

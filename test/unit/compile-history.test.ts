@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { ApiError } from '../../src/errors.js';
 import { changesCsvHeader, compileChanges, compileTrend } from '../../src/query/compile-history.js';
-import type { CompileTarget } from '../../src/query/compile.js';
+import { rowJsonSql, type CompileTarget } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
 import { chooseChangePair, chooseSnapshot, datetimeParameter } from '../../src/query/snapshot-choice.js';
@@ -42,8 +42,10 @@ describe('compileChanges', () => {
     expect(compiled.export.sql).to.match(/ORDER BY "workspace_updated_at" DESC NULLS LAST, "_id" ASC/);
   });
 
-  it('refuses targets without row JSON (history compares and shows rows by it)', () => {
-    expect(() => compileChanges(q, { relation: 'x', organization: 'acme' }, target('y'))).to.throw(/row JSON/);
+  it('computes the row JSON of a snapshot that does not store it with the loader\'s own expression', () => {
+    const mixed = compileChanges(q, { relation: '"old"."workspaces"', organization: 'acme' }, target('"new"."workspaces"'));
+    expect(mixed.page.sql).to.include(`WITH f AS (SELECT "_id", ${rowJsonSql(q.view)} AS "_json", `);
+    expect(mixed.page.sql).to.include('t AS (SELECT "_id", "_json", ');
   });
 
   it('names the CSV columns change, changed_fields, then each field and its previous value', () => {

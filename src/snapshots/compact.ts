@@ -1,0 +1,104 @@
+// History without thirty copies of the serving layout (docs/history.md, "What history costs on disk").
+// A snapshot's DuckDB file is mostly its row JSON and CSV lines (about three quarters of it), which make
+// the current snapshot's pages and exports fast. Once a snapshot is older than the newest SNAPSHOT_KEEP_FULL,
+// it is compacted: one DuckDB file with every column but those two, rows in the same order, and no Parquet
+// files. Its pages take the column path, its exports format each value, history computes its row JSON with
+// the loader's own expression: the same answers, from about a quarter of the bytes.
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { VIEW_NAMES, CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../catalog/catalog.js';
+import { openInstance } from '../duckdb/open-instance.js';
+import {
+  fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
+} from './snapshot-dir.js';
+import { sqlLiteral } from './staging.js';
+
+export const COMPACT_FILE = 'compact.duckdb';
+
+export interface CompactOptions {
+  memoryLimit?: string;
+  threads?: number;
+}
+
+/**
+ * Compacts every snapshot older than the newest `keepFull` (never the current one), oldest first; returns
+ * the ids it compacted. Safe to repeat after a crash: a snapshot's manifest names either its full files or
+ * its compact file, and files the manifest does not name are removed.
+ */
+export async function compactSnapshots(dataDir: string, keepFull: number, opts: CompactOptions = {}): Promise<string[]> {
+  const current = await readCurrentId(dataDir);
+  const ids = await listSnapshotIds(dataDir);
+  const done: string[] = [];
+  for (const id of ids.slice(0, Math.max(0, ids.length - keepFull))) {
+    if (id === current) continue;
+    const manifest = await readManifest(dataDir, id).catch(() => null);
+    // Snapshots from before row JSON have nothing to drop; a damaged one is left for retention to remove.
+    if (!manifest?.database || manifest.rowJson !== true) continue;
+    if (manifest.compacted) {
+      await removeUnnamed(dataDir, manifest);
+      continue;
+    }
+    await compactOne(dataDir, manifest, opts);
+    done.push(id);
+  }
+  return done;
+}
+
+async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOptions): Promise<void> {
+  const dir = snapshotPath(dataDir, manifest.id);
+  const tmp = join(dir, `.compact-${process.pid}.duckdb`);
+  const scratch = join(dir, '.compact-tmp');
+  await fs.rm(tmp, { force: true });
+  await fs.mkdir(scratch, { recursive: true });
+  const views = VIEW_NAMES.filter((v) => manifest.rows[v] !== undefined);
+  const instance = await openInstance(':memory:', {
+    threads: String(opts.threads ?? 2),
+    memory_limit: opts.memoryLimit ?? '1GB',
+    temp_directory: scratch,
+    preserve_insertion_order: 'true', // the rows keep their stored order: organization, then default order
+  });
+  const db = await instance.connect();
+  try {
+    await db.run(`ATTACH ${sqlLiteral(join(dir, manifest.database!))} AS full_snapshot (READ_ONLY)`);
+    await db.run(`ATTACH ${sqlLiteral(tmp)} AS compact_snapshot`);
+    for (const view of views) {
+      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") FROM full_snapshot."${view}"`);
+      const rows = Number((await db.runAndReadAll(`SELECT count(*) FROM compact_snapshot."${view}"`)).getRows()[0]![0] as bigint);
+      if (rows !== manifest.rows[view]) throw new Error(`compacting ${manifest.id}: ${view} has ${rows} rows, not ${manifest.rows[view]}`);
+    }
+    await db.run('CHECKPOINT compact_snapshot');
+    await db.run('DETACH compact_snapshot');
+    await db.run('DETACH full_snapshot');
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  } finally {
+    db.closeSync();
+    instance.closeSync();
+    await fs.rm(scratch, { recursive: true, force: true });
+  }
+  await fsyncPath(tmp);
+  await fs.rename(tmp, join(dir, COMPACT_FILE));
+  const { csvLines: _lines, ...kept } = manifest;
+  const compacted: Manifest = {
+    ...kept,
+    files: {},
+    database: COMPACT_FILE,
+    rowJson: false,
+    defaultOrderStored: true,
+    compacted: true,
+    sizes: { [COMPACT_FILE]: (await fs.stat(join(dir, COMPACT_FILE))).size },
+  };
+  // The switch: a reader sees the old manifest with the old files, or the new one with the new file.
+  await writeManifest(dataDir, compacted);
+  await removeUnnamed(dataDir, compacted);
+}
+
+/** Removes the data files a snapshot's manifest no longer names (the full layout a compaction replaced). */
+async function removeUnnamed(dataDir: string, manifest: Manifest): Promise<void> {
+  const dir = snapshotPath(dataDir, manifest.id);
+  const named = new Set(['manifest.json', 'access.json', ...Object.values(manifest.files), ...(manifest.database ? [manifest.database] : [])]);
+  for (const name of await fs.readdir(dir)) {
+    if (!named.has(name)) await fs.rm(join(dir, name), { recursive: true, force: true });
+  }
+}
