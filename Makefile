@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load clean bench soak
+.PHONY: install build run test test-deps sample load clean bench bench-history soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -64,6 +64,11 @@ clean:
 # Not part of make test. BENCH_SKIP_LOAD=1 reuses the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios.
 bench: build
 	node dist/bench/run.js
+	node dist/bench/history.js
+
+# Issue 14's history scenarios alone: HISTORY_DAYS snapshots of a sample series (see bench/history.ts).
+bench-history: build
+	node dist/bench/history.js
 
 # Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, a memory
 # trend over 10 %, or FIFOs left behind. SOAK_SECONDS overrides the length.
