@@ -1,15 +1,14 @@
 // Sample history: `sample --days N` writes N sources a day apart, each valid on its own, in which upgrades
 // roll out, drift comes and goes and workspaces are created and deleted; `load-series` loads them in order.
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { appendFile, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 
 import { loadSnapshot } from '../src/snapshots/load.js';
 import { SAMPLE_FILES, writeSample, type SampleFile } from '../src/snapshots/sample.js';
 import { dayName, writeSampleSeries, type DaySummary } from '../src/snapshots/sample-series.js';
+import { cli } from './helpers/cli.js';
 
 type Row = Record<string, unknown>;
 interface Day {
@@ -17,18 +16,7 @@ interface Day {
   lines: Record<SampleFile, string[]>;
 }
 
-const run = promisify(execFile);
-const CLI = new URL('../src/cli/main.js', import.meta.url).pathname;
 
-async function cli(args: string[], dataDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DATA_DIR: dataDir } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 async function readDay(dir: string): Promise<Day> {
   const rows = {} as Day['rows'];

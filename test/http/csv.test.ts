@@ -6,7 +6,6 @@
 // ws-aaa3 `Café "core", net`, ws-aaa5 network-core, ws-aaa1 payments-api, ws-aaa2 Payments-worker, ws-aaa4 ÉTL-job.
 import { expect } from 'chai';
 import { DATETIME_FIELDS, FIELDS } from '../helpers/contract-fields.js';
-import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
 import { csvOf as renderCsv, csvOfJson as renderJson } from '../helpers/csv-render.js';

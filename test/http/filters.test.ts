@@ -13,7 +13,6 @@
 //   ws-aaa2  Payments-worker    2023-02-01T00:00:00.000Z   2023-12-31T22:00:00.000Z  null              false   0           null ('' in source) null ([] in source)
 //   ws-aaa4  ÉTL-job            2021-01-01T00:00:00.000Z   2021-01-01T00:00:00.000Z  null              null    5           null               null
 import { expect } from 'chai';
-import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
 import { WS, workspaceModel, aggregateModel, kebab, resourceRows, type Model } from '../helpers/fixture-model.js';

@@ -12,7 +12,6 @@
 // "payments-worker" (p…-a < p…-w) < "Étl-job" (É = U+00C9 sorts after every ASCII letter).
 import { expect } from 'chai';
 import { FIELDS } from '../helpers/contract-fields.js';
-import { join } from 'node:path';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
 import * as fx from '../fixtures/small-source.js';
 import { cmpCodePoints, WS, workspaceModel, PREFIX, rowId, aggregateModel, kebab, resourceRows } from '../helpers/fixture-model.js';

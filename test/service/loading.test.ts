@@ -1,28 +1,16 @@
 // Loading snapshots: bad sources are rejected whole with file:line reasons and leave the current snapshot
 // serving; a new snapshot reaches a running server by itself, without failed or mixed responses.
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { promises as fs, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
+import { cli } from '../helpers/cli.js';
 
-const run = promisify(execFile);
-const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 
-async function cli(args: string[], dataDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DATA_DIR: dataDir } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
