@@ -1,12 +1,13 @@
 // History without thirty copies of the serving layout (docs/history.md, "What history costs on disk").
-// A snapshot's DuckDB file is mostly its row JSON and CSV lines (about three quarters of it), which make
-// the current snapshot's pages and exports fast. Once a snapshot is older than the newest SNAPSHOT_KEEP_FULL,
-// it is compacted: one DuckDB file with every column but those two, rows in the same order, and no Parquet
-// files. Its pages take the column path, its exports format each value, history computes its row JSON with
-// the loader's own expression: the same answers, from about a quarter of the bytes.
+// A snapshot's DuckDB file is mostly what makes the current snapshot fast: each row's JSON and CSV line, and
+// a folded copy of every string for case-insensitive filters and sorts. Once a snapshot is older than the
+// newest SNAPSHOT_KEEP_FULL, it is compacted: one DuckDB file with the values only (and the version order
+// keys, which are small), rows in the same order, no Parquet files. Its pages take the column path over a
+// relation that folds strings as it reads them (Snapshot.target), its exports format each value, history
+// computes its row JSON with the loader's own expression: the same answers, from a fraction of the bytes.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { VIEW_NAMES, CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../catalog/catalog.js';
+import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, VIEW_NAMES } from '../catalog/catalog.js';
 import { openInstance } from '../duckdb/open-instance.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
@@ -14,6 +15,10 @@ import {
 import { sqlLiteral } from './staging.js';
 
 export const COMPACT_FILE = 'compact.duckdb';
+
+/** Each string column of `view` with the folded copy the full layout stores beside it (engine-independent names). */
+export const foldedColumns = (view: string): { column: string; folded: string }[] =>
+  catalogFor().view(view)!.fields.filter((f) => f.type === 'string').map((f) => ({ column: f.column, folded: foldedColumn(f.column) }));
 
 export interface CompactOptions {
   memoryLimit?: string;
@@ -62,7 +67,8 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     await db.run(`ATTACH ${sqlLiteral(join(dir, manifest.database!))} AS full_snapshot (READ_ONLY)`);
     await db.run(`ATTACH ${sqlLiteral(tmp)} AS compact_snapshot`);
     for (const view of views) {
-      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") FROM full_snapshot."${view}"`);
+      const dropped = [ROW_JSON_COLUMN, CSV_LINE_COLUMN, ...foldedColumns(view).map((f) => f.folded)].map((c) => `"${c}"`).join(', ');
+      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE (${dropped}) FROM full_snapshot."${view}"`);
       const rows = Number((await db.runAndReadAll(`SELECT count(*) FROM compact_snapshot."${view}"`)).getRows()[0]![0] as bigint);
       if (rows !== manifest.rows[view]) throw new Error(`compacting ${manifest.id}: ${view} has ${rows} rows, not ${manifest.rows[view]}`);
     }
@@ -85,7 +91,6 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     files: {},
     database: COMPACT_FILE,
     rowJson: false,
-    defaultOrderStored: true,
     compacted: true,
     sizes: { [COMPACT_FILE]: (await fs.stat(join(dir, COMPACT_FILE))).size },
   };

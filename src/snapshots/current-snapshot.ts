@@ -5,7 +5,8 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
-import type { CompileTarget } from '../query/compile.js';
+import { foldSql, type CompileTarget } from '../query/compile.js';
+import { foldedColumns } from './compact.js';
 import {
   listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
@@ -97,8 +98,13 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       if (!parquet && !attachment) throw new Error(`snapshot ${id} has no file for view ${view}`);
       const csvLines = attachment ? manifest.csvLines?.[view] : undefined;
       const rows = manifest.organizationRows?.[view];
+      const table = attachment ? `"${attachment.alias}"."${view}"` : parquet!;
       return {
-        relation: attachment ? `"${attachment.alias}"."${view}"` : parquet!,
+        // A compacted snapshot stores no folded copies: they are computed as its rows are read, under the
+        // same names, so the compiler's SQL is the same for every snapshot.
+        relation: manifest.compacted
+          ? `(SELECT *, ${foldedColumns(view).map((f) => `${foldSql(`"${f.column}"`)} AS "${f.folded}"`).join(', ')} FROM ${table})`
+          : table,
         organization,
         // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
         organizationRows: rows ? (rows[organization] ?? 0) : undefined,
@@ -106,7 +112,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
         rowJson: attachment !== null && manifest.rowJson === true,
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
-        defaultOrderStored: attachment !== null && (csvLines !== undefined || manifest.defaultOrderStored === true),
+        defaultOrderStored: csvLines !== undefined,
       };
     },
   };

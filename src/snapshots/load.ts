@@ -80,7 +80,6 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       organizationRows,
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
-      defaultOrderStored: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;

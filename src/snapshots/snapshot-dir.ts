@@ -43,9 +43,7 @@ export interface Manifest {
   csvLines?: Record<string, number[]>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
-  /** Within each organization, the view tables' rows are in the view's default order (true of every snapshot since history). */
-  defaultOrderStored?: boolean;
-  /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files. */
+  /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines, folded copies or Parquet files. */
   compacted?: boolean;
 }
 

@@ -5,7 +5,7 @@
 // organization's row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
 import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
-import { csvLineSql, defaultOrder, rowJsonSql } from '../query/compile.js';
+import { csvLineSql, defaultOrder, foldSql, rowJsonSql } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
 import { sqlLiteral } from './staging.js';
@@ -27,13 +27,7 @@ export function viewStatements(): { view: string; file: string; sorted: string; 
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
-    const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-    // translate() costs about a microsecond a value. On ASCII text (as many bytes as characters), lower()
-    // folds exactly A–Z and is twenty times faster; only other text needs translate().
-    const fold = (f: Field) => {
-      const c = `t."${f.column}"`;
-      return `CASE WHEN strlen(${c}) = length(${c}) THEN lower(${c}) ELSE translate(${c}, '${UPPER}', '${UPPER.toLowerCase()}') END AS "${foldedColumn(f.column)}"`;
-    };
+    const fold = (f: Field) => `${foldSql(`t."${f.column}"`)} AS "${foldedColumn(f.column)}"`;
     const sortFields = new Set(sortKeys(view, view.defaultSort).map((k) => k.field));
     const strings = view.fields.filter((f) => f.type === 'string');
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.

@@ -1,66 +1,17 @@
-// History over HTTP (docs/history.md): three days derived from the fixture, loaded one after another. Every
+// History over HTTP (docs/history.md): three days derived from the fixture (helpers/history-days.ts), loaded one after another. Every
 // expected answer — counts, changes, changed fields, orders, trend points and sums — is computed here from
 // each day's source rows by the interface's rules, never from the server's own answers; time travel is held
 // to what the same request answered while that day was current.
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadSnapshot } from '../../src/snapshots/load.js';
 import * as fx from '../fixtures/small-source.js';
 import { cmpCodePoints, opt, rowId, workspaceModel, type Model, type Src } from '../helpers/fixture-model.js';
 import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
-import { waitFor } from '../helpers/wait.js';
+import { DAY1, DAY2, DAY3, DAYS, loadDays, writeDay, type Day } from '../helpers/history-days.js';
 
 const ORG = fx.ORG;
 const BASE = `/api/v2/organizations/${ORG}/explorer`;
-
-interface Day {
-  workspaces: Src[];
-  organizations: Src[];
-}
-
-const DAY1: Day = {
-  workspaces: fx.workspaces as Src[],
-  organizations: [{ name: ORG, id: 'org-AcmeCorp1' }, { name: fx.OTHER_ORG, id: 'org-globex' }, { name: 'empty-org' }],
-};
-// Day 2: one workspace upgrades its engine, one is deleted (with its rows in every file), one is created,
-// and empty-org is not in the source at all.
-const DAY2: Day = {
-  workspaces: [
-    ...DAY1.workspaces
-      .filter((w) => w.id !== 'ws-aaa5')
-      .map((w) => (w.id === 'ws-aaa1' ? { ...w, engine_version: '1.10.0', updated_at: '2025-06-01T10:00:00Z' } : w)),
-    {
-      id: 'ws-aaa6', organization: ORG, project_id: 'prj-pay', name: 'billing', created_at: '2025-06-01T09:00:00Z',
-      updated_at: '2025-06-01T09:00:00Z', engine_version: '1.9.0', drift: { drifted: false, resources_drifted: 0, resources_undrifted: 3 },
-      resource_count: 0, current_rum_count: 0,
-    },
-  ],
-  organizations: DAY1.organizations.filter((o) => o.name !== 'empty-org'),
-};
-// Day 3: drift appears on one workspace, the new one is renamed, empty-org is back.
-const DAY3: Day = {
-  workspaces: DAY2.workspaces.map((w) => {
-    if (w.id === 'ws-aaa2') return { ...w, drift: { drifted: true, resources_drifted: 3, resources_undrifted: 9 }, updated_at: '2025-06-02T08:00:00Z' };
-    if (w.id === 'ws-aaa6') return { ...w, name: 'Billing-v2', updated_at: '2025-06-02T08:00:00Z' };
-    return w;
-  }),
-  organizations: DAY1.organizations,
-};
-const DAYS = [DAY1, DAY2, DAY3];
-
-const ndjson = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-function writeDay(dir: string, day: Day): string {
-  const ids = new Set(day.workspaces.map((w) => w.id));
-  const own = (rows: Src[]) => ndjson(rows.filter((r) => ids.has(r.workspace_id)));
-  return fx.writeSmallSource(dir, {
-    'organizations.ndjson': ndjson(day.organizations),
-    'workspaces.ndjson': ndjson(day.workspaces),
-    'workspace_providers.ndjson': own(fx.providers as Src[]),
-    'workspace_modules.ndjson': own(fx.modules as Src[]),
-    'workspace_resources.ndjson': own(fx.resources as Src[]),
-  });
-}
 
 // ---- the model: rows of a day by the interface's rules -------------------------------------------------
 type Row = { id: string; attributes: Model };
@@ -109,11 +60,11 @@ describe('history over HTTP', function () {
   const ids: string[] = [];
   /** What each day answered while it was current: path → body (links aside). */
   const answered: Map<string, unknown>[] = [];
-  const PROBES = ['?type=workspaces', '?type=tf_versions', '?type=providers&sort=-workspace_count', '?type=resources&page%5Bsize%5D=3', '?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true'];
+  // Default orders, a case-insensitive filter and a string sort: a compacted snapshot folds strings as it reads them.
+  const PROBES = ['?type=workspaces', '?type=tf_versions', '?type=providers&sort=-workspace_count', '?type=resources&page%5Bsize%5D=3',
+    '?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true', '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=PAY&sort=-project_name',
+    '?type=resources&filter%5B0%5D%5Baddress%5D%5Bcontains%5D%5B0%5D=%C3%A9&sort=provider_name,-address'];
 
-  async function current(): Promise<string> {
-    return (await h.explorer('?type=workspaces&page%5Bsize%5D=1')).headers.get('x-explorer-snapshot')!;
-  }
   async function remember(): Promise<void> {
     const bodies = new Map<string, unknown>();
     for (const probe of PROBES) {
@@ -126,14 +77,7 @@ describe('history over HTTP', function () {
 
   before(async () => {
     h = await startHarness({ writeSource: (dir) => writeDay(dir, DAY1) });
-    ids.push(await current());
-    await remember();
-    for (const [i, day] of [[2, DAY2], [3, DAY3]] as const) {
-      const { manifest } = await loadSnapshot(writeDay(join(h.dataDir, `day-${i}`), day), { dataDir: h.dataDir, label: `day ${i}` });
-      await waitFor(async () => (await current()) === manifest.id, 5000, `day ${i} current`);
-      ids.push(manifest.id);
-      await remember();
-    }
+    ids.push(...await loadDays(h, remember));
   });
   after(async () => { await h.close(); });
 
