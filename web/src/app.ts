@@ -4,6 +4,7 @@
 import { Api, ApiProblem, filenameOf, organizationPath, type Problem } from './api.js';
 import { Catalog, loadCatalog, type FieldType, type WebField, type WebView } from './catalog.js';
 import { byId, focus, formatBytes, formatCount, h } from './dom.js';
+import * as History from './history.js';
 import * as Q from './query.js';
 
 const TOKEN_KEY = 'explorer.token';
@@ -117,6 +118,8 @@ function controlFor(problem: Problem, action: Action): HTMLElement | null {
     document.getElementById(`filter-${i}-value-0`) ?? document.getElementById(`filter-${i}-operator`) ?? document.getElementById(`filter-${i}-field`);
   const p = problem.parameter;
   if (p !== undefined) {
+    const history = History.controlFor(p);
+    if (history) return history;
     const m = /^filter\[(\d+)\]/.exec(p);
     if (m) return filterIndex(Number(m[1]));
     if (p.startsWith('fields')) return el.fields.querySelector('input');
@@ -389,6 +392,9 @@ async function runQuery(opts: { push: boolean; action?: Action }): Promise<void>
     const from = p['total-count'] === 0 ? 0 : (p['current-page'] - 1) * p['page-size'] + 1;
     const to = Math.min(p['total-count'], from + body.data.length - 1);
     const snapshot = response.headers.get('X-Explorer-Snapshot');
+    // Still busy until the picker and the open history tab follow: a test (or a user) waits for both.
+    await History.showPage({ organization: org, query: ran, snapshot, rows: body.data });
+    if (running !== controller) return;
     say(`${p['total-count'] === 0 ? 'No rows match.' : `Rows ${formatCount(from)}–${formatCount(to)} of ${formatCount(p['total-count'])}.`} `
       + `Page ${formatCount(p['current-page'])} of ${formatCount(p['total-pages'])}, ${Math.round(performance.now() - started)} ms`
       + `${snapshot ? `, snapshot ${snapshot}` : ''}.${openSaved ? ` Saved view “${openSaved.attributes.name}”.` : ''}`);
@@ -502,16 +508,17 @@ function sortBy(field: string, additive: boolean): void {
 
 // ---------- CSV ----------
 
-async function downloadCsv(): Promise<void> {
+/** The query's CSV, or another export of the API (`path`, such as the changes'), saved by the browser. */
+async function downloadCsv(path?: string, button = el.download): Promise<void> {
   if (!ready()) return;
   const org = organization();
   const q = shown && shown.organization === org ? shown.query : query;
-  el.download.disabled = true;
-  el.download.setAttribute('aria-busy', 'true');
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
   say('Preparing the CSV…');
   try {
     const params = Q.encodePairs(Q.apiParams(catalog, q, 'none'));
-    const res = await api.request(`${organizationPath(org)}explorer/export/csv?${params}`);
+    const res = await api.request(path ?? `${organizationPath(org)}explorer/export/csv?${params}`);
     const name = filenameOf(res.headers.get('Content-Disposition')) ?? `${org}-${q.type}.csv`;
     const chunks: Uint8Array[] = [];
     let bytes = 0;
@@ -537,8 +544,8 @@ async function downloadCsv(): Promise<void> {
   } catch (e) {
     explain(e, 'csv');
   } finally {
-    el.download.disabled = false;
-    el.download.removeAttribute('aria-busy');
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
   }
 }
 
@@ -625,7 +632,7 @@ async function openSavedView(v: Q.SavedViewResource): Promise<void> {
     el.org.value = org;
     openSaved = body.data;
     editing = null;
-    query = Q.queryOfSaved(catalog, body.data, query.size);
+    query = { ...Q.queryOfSaved(catalog, body.data, query.size), snapshot: query.snapshot };
     el.saveName.value = '';
     renderQueryControls();
     renderSaved();
@@ -752,7 +759,7 @@ function wire(): void {
     renderSaveControls(); // the list itself follows after the next query (see the token above)
   });
   el.view.addEventListener('change', () => {
-    query = Q.emptyQuery(catalog, el.view.value, query.size);
+    query = { ...Q.emptyQuery(catalog, el.view.value, query.size), snapshot: query.snapshot };
     openSaved = null;
     renderQueryControls();
     renderSaved();
@@ -788,6 +795,13 @@ function wire(): void {
   el.next.addEventListener('click', () => goToPage('next'));
   el.last.addEventListener('click', () => goToPage('last'));
   el.download.addEventListener('click', () => { void downloadCsv(); });
+  History.initHistory({
+    api, catalog, clearError, organization,
+    explain: (e) => explain(e, 'query'),
+    download: downloadCsv,
+    // The snapshot picker: the same query, first page, in another snapshot (and in the link).
+    travel: (snapshot) => { query.snapshot = snapshot; query.page = 1; void runQuery({ push: true }); },
+  });
   el.copyLink.addEventListener('click', async () => {
     writeUrl(false);
     try {

@@ -19,6 +19,8 @@ export interface UiQuery {
   sort: string[];
   page: number;
   size: number;
+  /** A retained snapshot to read instead of the current one (time travel); a link carries it. */
+  snapshot?: string;
 }
 
 export type Pairs = [string, string][];
@@ -54,6 +56,7 @@ export function apiParams(catalog: Catalog, q: UiQuery, paging: 'all' | 'none' |
   });
   if (q.fields) out.push(['fields', q.fields.join(',')]);
   if (q.sort.length > 0) out.push(['sort', q.sort.join(',')]);
+  if (q.snapshot !== undefined) out.push(['snapshot', q.snapshot]);
   if (paging === 'all' || (paging === 'non-default' && q.page !== 1)) out.push(['page[number]', String(q.page)]);
   if (paging === 'all' || (paging === 'non-default' && q.size !== catalog.data.page.defaultSize)) out.push(['page[size]', String(q.size)]);
   return out;
@@ -124,6 +127,7 @@ export function parseLink(catalog: Catalog, text: string): ParsedLink {
     for (const n of names) if (!known.includes(n)) dropped.push(`field ${n}`);
     fields = known.length > 0 && !isEveryField(known, view) ? known : null;
   }
+  const snapshot = get('snapshot');
   const sortText = get('sort');
   const sort = sortText === undefined ? [] : sortText.split(',').map((s) => s.trim()).filter((s) => {
     const ok = s !== '' && catalog.field(view, s.replace(/^-/, '')) !== undefined;
@@ -139,6 +143,7 @@ export function parseLink(catalog: Catalog, text: string): ParsedLink {
       sort,
       page: positive(get('page[number]'), 1),
       size: positive(get('page[size]'), catalog.data.page.defaultSize, catalog.data.page.maxSize),
+      ...(snapshot !== undefined && snapshot !== '' ? { snapshot } : {}),
     },
     dropped,
   };
