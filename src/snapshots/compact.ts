@@ -1,10 +1,11 @@
 // History without thirty copies of the serving layout (docs/history.md, "What history costs on disk").
 // A snapshot's DuckDB file is mostly what makes the current snapshot fast: each row's JSON and CSV line, and
 // a folded copy of every string for case-insensitive filters and sorts. Once a snapshot is older than the
-// newest SNAPSHOT_KEEP_FULL, it is compacted: one DuckDB file with the values only (and the version order
-// keys, which are small), rows in the same order, no Parquet files. Its pages take the column path over a
-// relation that folds strings as it reads them (Snapshot.target), its exports format each value, history
-// computes its row JSON with the loader's own expression: the same answers, from a fraction of the bytes.
+// newest SNAPSHOT_KEEP_FULL, it is compacted: one DuckDB file without the JSON and CSV lines, whose folded
+// copies are null wherever folding changes nothing (most names are lower case already), rows in the same
+// order, no Parquet files. Its relation puts each folded copy back with a coalesce (Snapshot.target), its
+// pages take the column path, its exports format each value, history computes its row JSON with the
+// loader's own expression: the same answers, from a fraction of the bytes.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, VIEW_NAMES } from '../catalog/catalog.js';
@@ -16,7 +17,7 @@ import { sqlLiteral } from './staging.js';
 
 export const COMPACT_FILE = 'compact.duckdb';
 
-/** Each string column of `view` with the folded copy the full layout stores beside it (engine-independent names). */
+/** Each string column of `view` with the folded copy stored beside it (engine-independent names). */
 export const foldedColumns = (view: string): { column: string; folded: string }[] =>
   catalogFor().view(view)!.fields.filter((f) => f.type === 'string').map((f) => ({ column: f.column, folded: foldedColumn(f.column) }));
 
@@ -67,8 +68,8 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     await db.run(`ATTACH ${sqlLiteral(join(dir, manifest.database!))} AS full_snapshot (READ_ONLY)`);
     await db.run(`ATTACH ${sqlLiteral(tmp)} AS compact_snapshot`);
     for (const view of views) {
-      const dropped = [ROW_JSON_COLUMN, CSV_LINE_COLUMN, ...foldedColumns(view).map((f) => f.folded)].map((c) => `"${c}"`).join(', ');
-      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE (${dropped}) FROM full_snapshot."${view}"`);
+      const sparse = foldedColumns(view).map(({ column, folded }) => `CASE WHEN "${folded}" = "${column}" THEN NULL ELSE "${folded}" END AS "${folded}"`);
+      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") REPLACE (${sparse.join(', ')}) FROM full_snapshot."${view}"`);
       const rows = Number((await db.runAndReadAll(`SELECT count(*) FROM compact_snapshot."${view}"`)).getRows()[0]![0] as bigint);
       if (rows !== manifest.rows[view]) throw new Error(`compacting ${manifest.id}: ${view} has ${rows} rows, not ${manifest.rows[view]}`);
     }

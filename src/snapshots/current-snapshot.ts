@@ -5,7 +5,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
-import { foldSql, type CompileTarget } from '../query/compile.js';
+import type { CompileTarget } from '../query/compile.js';
 import { foldedColumns } from './compact.js';
 import {
   listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
@@ -100,10 +100,10 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       const rows = manifest.organizationRows?.[view];
       const table = attachment ? `"${attachment.alias}"."${view}"` : parquet!;
       return {
-        // A compacted snapshot stores no folded copies: they are computed as its rows are read, under the
-        // same names, so the compiler's SQL is the same for every snapshot.
+        // A compacted snapshot stores a folded copy only where folding changes the value: the relation puts
+        // the others back under the same names, so the compiler's SQL is the same for every snapshot.
         relation: manifest.compacted
-          ? `(SELECT *, ${foldedColumns(view).map((f) => `${foldSql(`"${f.column}"`)} AS "${f.folded}"`).join(', ')} FROM ${table})`
+          ? `(SELECT * REPLACE (${foldedColumns(view).map((f) => `coalesce("${f.folded}", "${f.column}") AS "${f.folded}"`).join(', ')}) FROM ${table})`
           : table,
         organization,
         // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
@@ -147,6 +147,11 @@ export class SnapshotRegistry {
 
   get current(): SnapshotState {
     return this.state;
+  }
+
+  /** How many snapshots are retained as history, as of the last poll. */
+  get retainedCount(): number {
+    return this.retained.length;
   }
 
   /** A lease on the current snapshot, or null when none is usable. Release it when the request ends. */

@@ -43,7 +43,7 @@ export interface Manifest {
   csvLines?: Record<string, number[]>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
-  /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines, folded copies or Parquet files. */
+  /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
   compacted?: boolean;
 }
 

@@ -1,6 +1,9 @@
 // GET /metrics: off by default, behind METRICS_TOKEN when set, and counting what the service did.
 import { expect } from 'chai';
+import { join } from 'node:path';
+import { loadSnapshot } from '../../src/snapshots/load.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The value of one sample line, e.g. `explorer_rows_returned_total{view="workspaces",kind="page"}`. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -66,6 +69,26 @@ describe('metrics', () => {
       expect(sample(after, 'explorer_http_requests_total', { route, method: 'GET', status: '400' })).to.be.at.least(1);
       expect(sample(after, 'explorer_query_duration_seconds_count', { view: 'workspaces', kind: 'page' })).to.be.at.least(1);
       expect(sample(after, 'explorer_pool_tasks_started_total')).to.be.at.least(2);
+    });
+
+    it('counts history requests under their own kinds, and the snapshots retained', async () => {
+      const before = await scrape();
+      expect(sample(before, 'explorer_snapshots_retained')).to.equal(1);
+      const { manifest } = await loadSnapshot(join(h.dataDir, 'source'), { dataDir: h.dataDir, label: 'again' });
+      await waitFor(async () => (await h.explorer('?type=workspaces')).headers.get('x-explorer-snapshot') === manifest.id, 5000, 'second snapshot');
+      const trend = await json(await h.explorer('/trend?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true'));
+      expect(trend.data).to.have.length(2);
+      expect((await h.explorer('/changes?type=workspaces')).status).to.equal(200);
+      const csv = await h.explorer('/changes/export/csv?type=workspaces');
+      expect(csv.status).to.equal(200);
+      await csv.text();
+      const after = await scrape();
+      const delta = (name: string, kind: string) => (sample(after, name, { view: 'workspaces', kind }) ?? 0) - (sample(before, name, { view: 'workspaces', kind }) ?? 0);
+      expect(delta('explorer_query_duration_seconds_count', 'trend')).to.equal(1);
+      expect(delta('explorer_rows_returned_total', 'trend')).to.equal(2);
+      expect(delta('explorer_query_duration_seconds_count', 'changes')).to.equal(1);
+      expect(delta('explorer_query_duration_seconds_count', 'changes-export')).to.equal(1);
+      expect(sample(after, 'explorer_snapshots_retained')).to.equal(2);
     });
 
     it('reports the pool, the snapshot and Redis', async () => {

@@ -362,6 +362,26 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
     });
   });
 
+  describe('history parameters', () => {
+    it('snapshot, as_of, from, to, their _as_of forms, sum and since: 400 naming the parameter on every route that takes them', async () => {
+      const routes: [string, string[]][] = [
+        ['?type=workspaces', ['snapshot', 'as_of']],
+        ['/export/csv?type=workspaces', ['snapshot', 'as_of']],
+        ['/changes?type=workspaces', ['from', 'to', 'from_as_of', 'to_as_of']],
+        ['/changes/export/csv?type=workspaces', ['from', 'to', 'from_as_of', 'to_as_of']],
+        ['/trend?type=workspaces', ['sum', 'since']],
+      ];
+      for (const p of PAYLOADS) {
+        for (const [route, keys] of routes) {
+          for (const key of keys) {
+            const a = await send(h, 'GET', `${EXPLORER}${route}&${enc(key)}=${enc(p)}`);
+            expect400(a, [key], `${route} ${key}=${JSON.stringify(p)}`);
+          }
+        }
+      }
+    });
+  });
+
   describe('saved-view bodies', () => {
     const flat = (members: Record<string, unknown>) => ({ data: members });
     const jsonapi = (members: Record<string, unknown>) => ({ data: { type: 'explorer-saved-queries', attributes: members } });

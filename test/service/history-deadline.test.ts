@@ -1,0 +1,34 @@
+// History runs under the same deadline as queries: with a deadline of 1 ms, a change set, its CSV, a filtered
+// trend and a page of an older snapshot answer 504 and name the deadline, and the server keeps answering
+// (an unfiltered trend needs no query at all: the manifests have its counts).
+import { expect } from 'chai';
+import { DAY1, loadDays, writeDay } from '../helpers/history-days.js';
+import { json, startHarness, type Harness } from '../helpers/harness.js';
+
+describe('history past its deadline', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  let ids: string[];
+  before(async () => {
+    h = await startHarness({ env: { QUERY_TIMEOUT_MS: '1', RESPONSE_CACHE_MB: '0' }, writeSource: (dir) => writeDay(dir, DAY1) });
+    ids = await loadDays(h);
+  });
+  after(async () => { await h.close(); });
+
+  it('answers 504 for changes, their CSV, a filtered trend and time travel; an unfiltered trend still answers', async () => {
+    for (const path of [
+      `/changes?type=workspaces&from=${ids[0]}`,
+      `/changes/export/csv?type=workspaces&from=${ids[0]}`,
+      '/trend?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true',
+      `?type=workspaces&snapshot=${ids[0]}`,
+    ]) {
+      const res = await h.explorer(path);
+      expect(res.status, path).to.equal(504);
+      expect((await json(res)).errors[0].title, path).to.equal('query timed out');
+    }
+    const trend = await h.explorer('/trend?type=workspaces');
+    expect(trend.status).to.equal(200);
+    expect((await json(trend)).data).to.have.length(3);
+    expect((await h.explorer('/snapshots')).status).to.equal(200);
+  });
+});
