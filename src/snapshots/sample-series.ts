@@ -27,8 +27,12 @@ export interface SeriesOptions extends SampleOptions {
   days: number;
   /** Share of the workspaces that changes each day, creations and deletions included (default 0.02). */
   changeShare?: number;
-  /** Called once each day is written. */
-  onDay?: (day: DaySummary) => void;
+  /**
+   * Called once each day is written, and awaited before the next: a caller may load the day and then remove
+   * the one before it (each day is derived from the previous day's files only), so that a long series never
+   * holds more than two days on disk.
+   */
+  onDay?: (day: DaySummary) => void | Promise<void>;
 }
 
 export interface DayChanges {
@@ -508,12 +512,12 @@ export async function writeSampleSeries(dir: string, opts: SeriesOptions): Promi
     throw new RangeError(`sample option changeShare must be between 0 and 1, got ${String(changeShare)}`);
   }
   const summaries: DaySummary[] = [];
-  const done = (s: DaySummary) => { summaries.push(s); onDay?.(s); };
+  const done = async (s: DaySummary) => { summaries.push(s); await onDay?.(s); };
 
   let started = performance.now();
   const first = join(dir, dayName(1, days));
   const sample = await writeSample(first, sampleOptions);
-  done({ day: 1, name: dayName(1, days), dir: first, counts: sample.counts, changes: null, seconds: (performance.now() - started) / 1000 });
+  await done({ day: 1, name: dayName(1, days), dir: first, counts: sample.counts, changes: null, seconds: (performance.now() - started) / 1000 });
   if (days === 1) return summaries;
 
   const ctx: SeriesContext = {
@@ -531,7 +535,7 @@ export async function writeSampleSeries(dir: string, opts: SeriesOptions): Promi
     const out = join(dir, name);
     const { counts, changes } = await writeDay(prev.dir, out, day, prev.counts, ctx);
     prev = { day, name, dir: out, counts, changes, seconds: (performance.now() - started) / 1000 };
-    done(prev);
+    await done(prev);
   }
   return summaries;
 }
