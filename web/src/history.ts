@@ -352,23 +352,33 @@ async function loadChanges(): Promise<void> {
   }
   const path = `${organizationPath(organization)}explorer/changes?${Q.encodePairs(changesParams(true))}`;
   if (path === changes.drawn) return;
-  changes.running?.abort();
-  const controller = new AbortController();
-  changes.running = controller;
-  busy(el.changesPanel, true);
-  try {
-    const { body } = await hooks.api.json<ChangesBody>(path, { signal: controller.signal });
-    if (changes.running !== controller) return;
-    settledError();
+  await latest<ChangesBody>(changes, el.changesPanel, path, (body) => {
     changes.body = body;
     changes.drawn = path;
     renderChanges(body, organization);
+  });
+}
+
+/**
+ * Fetches `path` for a panel whose newest request wins: an older one still running is aborted, and only the
+ * newest draws its answer or its error and clears the panel's busy state.
+ */
+async function latest<T>(slot: { running: AbortController | null }, panel: HTMLElement, path: string, draw: (body: T) => void): Promise<void> {
+  slot.running?.abort();
+  const controller = new AbortController();
+  slot.running = controller;
+  busy(panel, true);
+  try {
+    const { body } = await hooks.api.json<T>(path, { signal: controller.signal });
+    if (slot.running !== controller) return;
+    settledError();
+    draw(body);
   } catch (e) {
-    if (changes.running === controller) failed(e);
+    if (slot.running === controller) failed(e);
   } finally {
-    if (changes.running === controller) {
-      changes.running = null;
-      busy(el.changesPanel, false);
+    if (slot.running === controller) {
+      slot.running = null;
+      busy(panel, false);
     }
   }
 }
@@ -472,24 +482,10 @@ async function loadTrend(): Promise<void> {
   // A snapshot loaded since adds a point: the same request is fetched again then.
   const key = `${path}\u0000${listed().map((s) => s.id).join(',')}\u0000${shown.snapshot}`;
   if (key === trend.drawn) return;
-  trend.running?.abort();
-  const controller = new AbortController();
-  trend.running = controller;
-  busy(el.chartsPanel, true);
-  try {
-    const { body } = await hooks.api.json<TrendBody>(path, { signal: controller.signal });
-    if (trend.running !== controller) return;
-    settledError();
+  await latest<TrendBody>(trend, el.chartsPanel, path, (body) => {
     trend.drawn = key;
     renderTrend(body, q.type, sums);
-  } catch (e) {
-    if (trend.running === controller) failed(e);
-  } finally {
-    if (trend.running === controller) {
-      trend.running = null;
-      busy(el.chartsPanel, false);
-    }
-  }
+  });
 }
 
 function renderTrend(body: TrendBody, viewName: string, sums: string[]): void {
