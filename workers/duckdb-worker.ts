@@ -97,7 +97,9 @@ async function attach(db: DuckDBInstance, target: Attachment): Promise<Attached>
     entry = { ready, running: 0, order: ++attachOrder, path: target.path };
     attached.set(target.alias, entry);
     ready.catch(() => attached.delete(target.alias));
-    void detachStale(db);
+    // Awaited by the task that attaches, never left running on its own: the pool waits for its tasks
+    // before it stops the workers, and a thread stopped during a DETACH takes the process down.
+    await detachStale(db);
   }
   await entry.ready;
   return entry;
