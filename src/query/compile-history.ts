@@ -9,9 +9,11 @@ import type { Query } from './query.js';
 interface Statement { sql: string; params: SqlValue[] }
 
 export interface CompiledChanges {
-  /** One row: how many rows were added, removed and changed (the whole filtered change set). */
-  counts: Statement;
-  /** The page: id, change, changed field names joined with ', ', the row's JSON values before and after. */
+  /**
+   * The page, with the counts of the whole filtered change set riding on it: every row starts with how many
+   * rows were added, removed and changed, then the change's id, kind, changed field names joined with ', ',
+   * and the row's JSON values before and after. A page past the end is one row of counts with nulls.
+   */
   page: Statement;
   /** Every listed change as CSV columns: change, changed_fields, then each selected field and its previous value. */
   export: Statement;
@@ -49,7 +51,7 @@ function changedFieldsSql(view: View, before: string, after: string): string {
  * snapshot. The sort's columns, and the `previous` fields', are carried from the row as it is in `to` (in
  * `from` for a removed row); each `previous` field is carried as it is in `from` too.
  */
-function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params: SqlValue[], previous: Field[]): string {
+function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params: SqlValue[], previous: Field[], materialized = false): string {
   const carried = [...new Set([...sortColumns(query), ...previous.map((f) => f.column)])];
   const json = ident(ROW_JSON_COLUMN);
   const side = (target: CompileTarget) => {
@@ -66,7 +68,7 @@ function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params:
   const before = previous.map((p) => `f.${ident(p.column)} AS ${ident(`_prev_${p.column}`)}`);
   return `WITH f AS (${f}),
 t AS (${t}),
-d AS (
+d AS${materialized ? ' MATERIALIZED' : ''} (
   SELECT coalesce(t."_id", f."_id") AS "_id",
     CASE WHEN f."_id" IS NULL THEN 'added' WHEN t."_id" IS NULL THEN 'removed' ELSE 'changed' END AS "_change",
     f.${json} AS "_before", t.${json} AS "_after"${[...merged, ...before].map((c) => `,\n    ${c}`).join('')}
@@ -80,17 +82,18 @@ export function compileChanges(query: Query, from: CompileTarget, to: CompileTar
   const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
   const changed = changedFieldsSql(query.view, '"_before"', '"_after"');
 
-  const countParams: SqlValue[] = [];
-  const counts = `${changeSet(query, from, to, countParams, [])}
-SELECT count(*) FILTER (WHERE "_change" = 'added') AS added, count(*) FILTER (WHERE "_change" = 'removed') AS removed,
-  count(*) FILTER (WHERE "_change" = 'changed') AS changed
-FROM d`;
-
   const pageParams: SqlValue[] = [];
-  // The changed fields are named for the page's rows only: the JSON is taken apart once per row shown.
-  const page = `${changeSet(query, from, to, pageParams, [])}
-SELECT "_id", "_change", ${changed} AS "_changed", "_before", "_after"
-FROM (SELECT * FROM d ${orderBy} LIMIT ? OFFSET ?) p
+  // The change set is joined once (MATERIALIZED) for both its counts and its page. The changed fields are
+  // named for the page's rows only: the JSON is taken apart once per row shown.
+  const page = `${changeSet(query, from, to, pageParams, [], true)},
+counts AS (
+  SELECT count(*) FILTER (WHERE "_change" = 'added') AS "_added", count(*) FILTER (WHERE "_change" = 'removed') AS "_removed",
+    count(*) FILTER (WHERE "_change" = 'changed') AS "_changed_rows"
+  FROM d
+),
+p AS (SELECT * FROM d ${orderBy} LIMIT ? OFFSET ?)
+SELECT "_added", "_removed", "_changed_rows", "_id", "_change", ${changed} AS "_changed", "_before", "_after"
+FROM counts LEFT JOIN p ON true
 ${orderBy}`;
   pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
 
@@ -109,7 +112,6 @@ FROM d
 ${orderBy}`;
 
   return {
-    counts: { sql: counts, params: countParams },
     page: { sql: page, params: pageParams },
     export: { sql: exported, params: exportParams },
     valueIndexes: query.fields.map((f) => f.index),

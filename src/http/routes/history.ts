@@ -53,19 +53,20 @@ async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: H
   const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
   const links = [...carried, ...CHANGE_PARAMETERS.filter((p) => params.has(p)).map((p): [string, string] => [p, params.get(p)!])];
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const etag = entityTag(['changes', from.id, to.id, organization, compiled.page, compiled.counts, query.fields.map((f) => f.attribute), base, links]);
+  const etag = entityTag(['changes', from.id, to.id, organization, compiled.page, query.fields.map((f) => f.attribute), base, links]);
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'changes' };
     const started = performance.now();
-    const [countRows, pageRows] = await runRows(deps.pool, {
+    const [rows] = await runRows(deps.pool, {
       organization,
       attach: attachments(from, to),
-      statements: [compiled.counts, compiled.page],
+      statements: [compiled.page],
       deadline: Date.now() + deps.config.queryTimeoutMs,
       timeoutMs: deps.config.queryTimeoutMs,
     }, ctx.res);
     metered.seconds = (performance.now() - started) / 1000;
-    const [added, removed, changed] = (countRows![0] as bigint[]).map(Number) as [number, number, number];
+    const [added, removed, changed] = (rows![0]!.slice(0, 3) as bigint[]).map(Number) as [number, number, number];
+    const pageRows = rows!.filter((r) => r[3] !== null).map((r) => r.slice(3));
     const attributes = query.fields.map((f) => f.attribute);
     const side = (json: unknown) => (json === null ? 'null' : rowAttributes(json as string, attributes, compiled.valueIndexes));
     const items = pageRows!.map(([id, change, names, before, after]) =>
