@@ -20,7 +20,7 @@ import { openSnapshot } from '../src/snapshots/current-snapshot.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { CLI, cpuSeconds, ROOT, rssMb, startServerProcess, stopServerProcess } from './lib.js';
-import { openInstance } from '../src/duckdb/open-instance.js';
+import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 
 const run = promisify(execFile);
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
@@ -118,9 +118,8 @@ const cpu = () => `, CPU ${round(lastCpuMs, 2)} ms/req`;
 
 /** The worker's work for a query string, in-process, on one kept connection, with the plan the server chooses. */
 async function inProcess(id: string, org: string, query: string, times = 40): Promise<number> {
-  const db = await openInstance(':memory:', { threads: '1' });
+  const db = await openServingInstance({ threads: '1' });
   const c = await db.connect();
-  await c.run('SET GLOBAL parquet_metadata_cache = true');
   const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
   // The same storage and the same compile target as the service (Snapshot.target), so G compares like with like.
   const snapshot = await openSnapshot(BENCH_DIR, id);

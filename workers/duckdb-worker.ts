@@ -6,7 +6,7 @@ import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node
 import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { openInstance } from '../src/duckdb/open-instance.js';
+import { openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageJson } from './page-json.js';
 import { Slot, Slots } from './slots.js';
 import {
@@ -19,25 +19,12 @@ const config = workerData as WorkerConfig;
 let instance: Promise<DuckDBInstance> | undefined;
 
 function database(): Promise<DuckDBInstance> {
-  instance ??= (async () => {
-    const db = await openInstance(':memory:', {
-      threads: String(config.threads),
-      memory_limit: config.memoryLimit,
-      temp_directory: config.tempDirectory,
-      autoinstall_known_extensions: 'false',
-    });
-    const setup = await db.connect();
-    try {
-      // Snapshots are immutable, so caching Parquet footers across queries is always right.
-      await setup.run('SET GLOBAL parquet_metadata_cache = true');
-      // DuckDB's default, stated because exports of stored lines rely on it: a plain scan returns rows in
-      // stored order (compile.ts).
-      await setup.run('SET GLOBAL preserve_insertion_order = true');
-    } finally {
-      setup.closeSync();
-    }
-    return db;
-  })();
+  instance ??= openServingInstance({
+    threads: String(config.threads),
+    memory_limit: config.memoryLimit,
+    temp_directory: config.tempDirectory,
+    autoinstall_known_extensions: 'false',
+  });
   instance.catch(() => { instance = undefined; }); // a failed start is retried by the next task
   return instance;
 }

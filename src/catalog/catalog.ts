@@ -71,5 +71,8 @@ export const foldedColumn = (column: string) => `${column}__f`;
  */
 export const ROW_JSON_COLUMN = '_json';
 
+/** The column holding each row's organization as an integer, numbered in name order at load (staging.ts). */
+export const ORGANIZATION_KEY_COLUMN = '_org_key';
+
 /** The column holding each row's CSV line of every field in default order (compile.ts csvLineSql). */
 export const CSV_LINE_COLUMN = '_csv';

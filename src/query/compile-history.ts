@@ -3,7 +3,7 @@
 // exactly what a query of that snapshot answers.
 import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field, View } from '../catalog/types.js';
-import { condition, csvText, ident, orderTerms, rowJsonSql, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, csvText, ident, orderTerms, organizationTest, rowJsonSql, type CompileTarget, type SqlValue } from './compile.js';
 import type { Query } from './query.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -56,11 +56,11 @@ function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params:
   const json = ident(ROW_JSON_COLUMN);
   const side = (target: CompileTarget) => {
     const match = query.conditions.length === 0 ? 'true' : query.conditions.map((c) => condition(c, params)).join(' AND ');
-    params.push(target.organization);
+    const organization = organizationTest(target, params);
     // A compacted snapshot does not store the row JSON: it is computed by the loader's own expression.
     const rowJson = target.rowJson === true ? json : `${rowJsonSql(query.view)} AS ${json}`;
     const columns = ['"_id"', rowJson, ...carried.map(ident)].join(', ');
-    return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE "_org" = ?`;
+    return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE ${organization}`;
   };
   const f = side(from);
   const t = side(to);
@@ -129,8 +129,7 @@ export const changesCsvHeader = (fields: readonly Field[]) =>
 export function compileTrend(query: Query, targets: readonly CompileTarget[], sums: readonly Field[]): Statement {
   const params: SqlValue[] = [];
   const parts = targets.map((target, point) => {
-    params.push(target.organization);
-    const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join(' AND ');
+    const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join(' AND ');
     const totals = sums.map((f) => `, CAST(sum(${ident(f.column)}) AS VARCHAR)`).join('');
     return `SELECT ${point} AS "_point", count(*) AS "_count"${totals} FROM ${target.relation} WHERE ${where}`;
   });

@@ -1,6 +1,6 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { CSV_LINE_COLUMN, foldedColumn, ORGANIZATION_KEY_COLUMN, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
 import { sortKeys, type BoundValue, type Condition, type Query, type SortKey } from './query.js';
@@ -34,6 +34,8 @@ export interface CompiledQuery {
 export interface CompileTarget {
   relation: string;
   organization: string;
+  /** The organization's `_org_key`, when the snapshot stores one: the page finds its rows by it. */
+  organizationKey?: number;
   /** The organization's rows in this view, when the snapshot knows them: chooses the page's plan. */
   organizationRows?: number;
   /** The relation has each row's values as one JSON array (`_json`): pages read it instead of every column. */
@@ -43,27 +45,23 @@ export interface CompileTarget {
    * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
    */
   csvLines?: readonly number[];
-  /** Rows of the whole view table: the row-id fetch plan's fixed cost grows with it (wholeOrganizationLimit). */
-  tableRows?: number;
   /** Each organization's rows are stored in the view's default order: a page in that order sorts by rowid. */
   defaultOrderStored?: boolean;
+  /**
+   * How the relation names a row's position (`rowid` for a table, a column where the relation is a
+   * query over one): a large organization's page finds its rows by it. Absent: DuckDB plans the fetch.
+   */
+  rowid?: string;
 }
 
 /**
- * Up to this many rows, a page always reads the organization's rows whole, then sorts them; in a large table
- * the line is higher (wholeOrganizationLimit). Above it, DuckDB's own plan (top-N over the sort columns,
- * then fetching the page's rows by row id) is faster; below it, that fetch costs more than reading the rows
- * outright (docs/performance.md).
+ * Up to this many rows, a page in any order but the stored one reads the organization's rows whole, then
+ * sorts them; above it, the row-id fetch (top-N over the sort columns, then only the page's rows) costs less.
+ * With the organization's key on both of the fetch's scans its cost follows the organization, not the
+ * table: measured on the bench snapshot, the two cost the same near 10,000 rows in the 1M-row workspaces
+ * table and in the 22M-row resources table alike (docs/performance.md).
  */
-export const SMALL_ORGANIZATION_ROWS = 1000;
-
-/**
- * The largest organization whose page reads its rows whole. The fetch plan scans the table for the page's
- * row ids, which costs more the larger the table: measured on the bench snapshot, the two plans cost the
- * same near 3,000 rows of a 1M-row table (workspaces) and near 60,000 of a 21M-row one (resources), about
- * a four-hundredth of the table either way (docs/performance.md).
- */
-export const wholeOrganizationLimit = (tableRows = 0) => Math.max(SMALL_ORGANIZATION_ROWS, Math.round(tableRows / 400));
+export const SMALL_ORGANIZATION_ROWS = 10_000;
 
 export const ident = (name: string) => {
   // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
@@ -186,9 +184,23 @@ function readColumns(query: Query): string[] {
   return [...columns];
 }
 
+/**
+ * The test that keeps a statement to the target's organization, its value appended to `params`. By the
+ * integer key where the snapshot has one: rows are stored in key order, so the scan's zone maps skip every
+ * other organization's row groups, where the name's string statistics (8-byte prefixes) could not.
+ */
+export function organizationTest(target: CompileTarget, params: SqlValue[]): string {
+  if (target.organizationKey === undefined) {
+    params.push(target.organization);
+    return '"_org" = ?';
+  }
+  params.push(target.organizationKey);
+  return `${ident(ORGANIZATION_KEY_COLUMN)} = CAST(? AS INTEGER)`;
+}
+
 export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {
-  const params: SqlValue[] = [target.organization];
-  const where = ['"_org" = ?', ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
+  const params: SqlValue[] = [];
+  const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
   const from = `FROM ${target.relation}\nWHERE ${where}`;
   const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
   const defaultSorted = sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
@@ -196,21 +208,35 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const rowJson = target.rowJson === true;
   const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
   const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
-  const small = target.organizationRows !== undefined && target.organizationRows <= wholeOrganizationLimit(target.tableRows);
+  // Rows stored in the default order: a page in that order is a plain scan, which returns rows in stored
+  // order (the workers keep preserve_insertion_order, as exports of stored lines do), so LIMIT ends the
+  // scan at the page's last row: no sort, and no reading the organization whole, at any size.
+  const storedOrder = target.defaultOrderStored === true && defaultSorted;
+  const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A small organization's matching rows are read whole anyway: counting them there is nearly free.
   const pageCountsTotal = small && knownTotal === undefined;
   const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
-  // Rows stored in the default order: that order is the row number's, an integer instead of folded strings.
-  const byRowid = target.defaultOrderStored === true && defaultSorted;
-  const orderBy = `ORDER BY ${byRowid ? (small ? '"_rowid" ASC' : 'rowid ASC') : sortTerms.join(', ')}`;
-  // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
-  const pageSql = small
-    ? `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}${byRowid ? ', rowid AS "_rowid"' : ''}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}\nLIMIT ? OFFSET ?`
-    : `${select}\n${from}\n${orderBy}\nLIMIT ? OFFSET ?`;
+  const orderBy = storedOrder ? '' : `ORDER BY ${sortTerms.join(', ')}\n`;
+  let pageSql: string;
+  let pageParams: SqlValue[] = [...params, BigInt(query.page.size), offset];
+  if (small) {
+    // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
+    pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
+  } else if (storedOrder || target.rowid === undefined) {
+    pageSql = `${select}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
+  } else {
+    // The row-id fetch, written out: the page's row ids are the top of the matching rows by the sort
+    // columns alone; only those rows' wide columns are then read, by a scan that the organization's key
+    // keeps to its row groups (DuckDB's own rewrite scanned the whole table: docs/performance.md).
+    const outer: SqlValue[] = [];
+    const rowid = target.rowid;
+    pageSql = `${select}\nFROM ${target.relation}\nWHERE ${organizationTest(target, outer)}\n  AND ${rowid} IN (SELECT ${rowid}\n${from}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
+    pageParams = [...outer, ...pageParams];
+  }
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
-    page: { sql: pageSql, params: [...params, BigInt(query.page.size), offset] },
+    page: { sql: pageSql, params: pageParams },
     pageCountsTotal,
     ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),
     ...(knownTotal === undefined ? {} : { knownTotal }),

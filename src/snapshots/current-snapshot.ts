@@ -103,12 +103,14 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
         // A compacted snapshot stores a folded copy only where folding changes the value: the relation puts
         // the others back under the same names, so the compiler's SQL is the same for every snapshot.
         relation: manifest.compacted
-          ? `(SELECT * REPLACE (${foldedColumns(view).map((f) => `coalesce("${f.folded}", "${f.column}") AS "${f.folded}"`).join(', ')}) FROM ${table})`
+          ? `(SELECT rowid AS "_rowid", * REPLACE (${foldedColumns(view).map((f) => `coalesce("${f.folded}", "${f.column}") AS "${f.folded}"`).join(', ')}) FROM ${table})`
           : table,
+        ...(attachment ? { rowid: manifest.compacted ? '"_rowid"' : 'rowid' } : {}),
         organization,
+        // An organization the snapshot does not hold has no rows: key 0 is no organization's (keys start at 1).
+        organizationKey: manifest.organizationKeys ? (manifest.organizationKeys[organization] ?? 0) : undefined,
         // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
         organizationRows: rows ? (rows[organization] ?? 0) : undefined,
-        tableRows: manifest.rows[view],
         rowJson: attachment !== null && manifest.rowJson === true,
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.

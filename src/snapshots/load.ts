@@ -8,6 +8,9 @@ import { validateSource, type ValidationResult } from './source-validator.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
+import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../catalog/catalog.js';
+
+const SERVING_COLUMNS = [ROW_JSON_COLUMN, CSV_LINE_COLUMN];
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
@@ -64,7 +67,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
     const views = viewStatements();
-    const { rows, organizationRows } = await buildViewFiles(validation, views, tmp, opts, progress);
+    const { rows, organizationRows, organizationKeys } = await buildViewFiles(validation, views, tmp, opts, progress);
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
@@ -78,6 +81,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       database: DATABASE_FILE,
       rows,
       organizationRows,
+      organizationKeys,
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
     };
@@ -148,16 +152,24 @@ async function buildViewFiles(validation: ValidationResult, views: ReturnType<ty
     const organizationRows: Record<string, Record<string, number>> = {};
     for (const { view, file, sorted, derive } of views) {
       await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted}`);
-      await step(`writing ${view}`, `CREATE TABLE snapshot_out."${view}" AS ${derive('sorted_rows')}`);
+      // The serving columns are stored uncompressed: a page reads a few rows of them, and DuckDB decodes a
+      // compressed (FSST) string column a whole 2,048-row vector at a time, so each row a page fetched cost
+      // as much as a vector (docs/performance.md). The data columns keep DuckDB's compression.
+      const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
+        `"${name as string}" ${type as string}${SERVING_COLUMNS.includes(name as string) ? ' USING COMPRESSION uncompressed' : ''}`);
+      await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
+      await step(`writing ${view}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
       await db.run('DROP TABLE sorted_rows');
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
       const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
       organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));
       rows[view] = Object.values(organizationRows[view]!).reduce((a, b) => a + b, 0);
     }
+    const keys = await db.runAndReadAll('SELECT name, k FROM org_keys');
+    const organizationKeys = Object.fromEntries(keys.getRows().map(([org, k]) => [org as string, Number(k)]));
     await db.run('CHECKPOINT snapshot_out');
     await db.run('DETACH snapshot_out');
-    return { rows, organizationRows };
+    return { rows, organizationRows, organizationKeys };
   } finally {
     db.closeSync();
     instance.closeSync();

@@ -37,6 +37,8 @@ export interface Manifest {
   rows: Record<string, number>;
   /** View → organization → rows: the total of an unfiltered page, so that it needs no count query. */
   organizationRows?: Record<string, Record<string, number>>;
+  /** Organization → its `_org_key` in every view table; absent in older snapshots (their pages find `_org`). */
+  organizationKeys?: Record<string, number>;
   /** The DuckDB file's view tables hold each row's values as one JSON array (`_json`); absent in older snapshots. */
   rowJson?: boolean;
   /** View → the fields (Field.index, in order) of each row's stored CSV line (`_csv`); absent in older snapshots. */

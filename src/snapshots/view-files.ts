@@ -1,10 +1,10 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
-// precomputed, hidden `_org` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field
+// precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field
 // and a `<column>__vk` order key beside each version field; the DuckDB table also holds each row's JSON and
-// CSV line. Sorted by organization, then the view's default order, so that a query reads only its
+// CSV line. Sorted by organization (its key orders as its name does), then the view's default order, so that a query reads only its
 // organization's row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { catalogFor, CSV_LINE_COLUMN, ORGANIZATION_KEY_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { csvLineSql, defaultOrder, foldSql, rowJsonSql } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
@@ -36,10 +36,11 @@ export function viewStatements(): { view: string; file: string; sorted: string; 
     const csv = `${csvLineSql(view.fields, (f) => `t."${f.column}"`)} AS "${CSV_LINE_COLUMN}"`;
     // Within an organization, rows are stored in the view's default order, which a default export reads.
     const sorted = `
-      SELECT t.*${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
+      SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
       FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
+      JOIN org_keys ok ON ok.name = t._org
       ${joins.join('\n      ')}
-      ORDER BY "_org", ${defaultOrder(view).join(', ')}`;
+      ORDER BY "${ORGANIZATION_KEY_COLUMN}", ${defaultOrder(view).join(', ')}`;
     const derive = (table: string) => `
       SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}
       FROM ${table} t`;
