@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -203,6 +203,24 @@ describe('JournalStore', function () {
     expect(await cli.deleteView('acme', 'sq-1')).to.deep.equal(view('sq-1', 'shared'));
     expect(await server.listViews('acme')).to.deep.equal([]);
     expect(await journalLines(dir)).to.have.length(4);
+  });
+
+  it('shares a stat among concurrent reads, yet shows every read what another process wrote before it began', async () => {
+    const server = await openStore();
+    const cli = await openStore();
+    await cli.putToken(token('at-busy'));
+    expect(await server.getToken('at-busy')).to.deep.equal(token('at-busy')); // caught up: the next stat finds nothing new
+    // A read whose stat has run but whose answer has not yet reached JS: the event loop is held by a
+    // synchronous child process that revokes the token meanwhile. A read that starts after the child has
+    // finished must not share that stat, which predates the revocation.
+    const early = server.getToken('at-busy');
+    const revoke = `import { openJournalStore } from ${JSON.stringify(pathToFileURL(compiledStore).href)};
+      const store = await openJournalStore(process.argv[1]); await store.revokeToken('at-busy'); await store.close();`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', revoke, dir], { stdio: 'inherit' });
+    expect(child.status).to.equal(0);
+    const late = Array.from({ length: 10 }, () => server.getToken('at-busy'));
+    for (const seen of await Promise.all(late)) expect(seen).to.equal(undefined);
+    expect((await early)?.id ?? 'revoked').to.be.oneOf(['at-busy', 'revoked']);
   });
 
   it('refuses to open a journal with a damaged line, naming the line and leaving the file untouched', async () => {

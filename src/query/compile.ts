@@ -173,15 +173,23 @@ export function defaultOrder(view: View): string[] {
   return [...sortKeys(view, view.defaultSort).flatMap(orderTerms), '"_id" ASC'];
 }
 
+/** The columns that `fields`' filters and sort terms read: each field's, its folded copy, its version key. */
+function testedColumns(fields: Field[]): string[] {
+  return fields.flatMap((field) => [
+    col(field),
+    ...(field.type === 'string' ? [folded(field)] : []),
+    ...(field.version ? [ident(versionKeyColumn(field.column))] : []),
+  ]);
+}
+
 /** What a row-JSON page reads of each row: its id, its JSON, and the columns its filters and sort test. */
 function readColumns(query: Query): string[] {
-  const columns = new Set(['"_id"', ident(ROW_JSON_COLUMN)]);
-  for (const field of [...query.conditions.map((c) => c.field), ...query.sort.map((k) => k.field)]) {
-    columns.add(col(field));
-    if (field.type === 'string') columns.add(folded(field));
-    if (field.version) columns.add(ident(versionKeyColumn(field.column)));
-  }
-  return [...columns];
+  return [...new Set(['"_id"', ident(ROW_JSON_COLUMN), ...testedColumns([...query.conditions.map((c) => c.field), ...query.sort.map((k) => k.field)])])];
+}
+
+/** What the sort terms of a query read (orderTerms), with the row id that ends every order. */
+function sortColumns(query: Query): string[] {
+  return [...new Set(['"_id"', ...testedColumns(query.sort.map((k) => k.field))])];
 }
 
 /**
@@ -214,25 +222,34 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const storedOrder = target.defaultOrderStored === true && defaultSorted;
   const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
-  // A small organization's matching rows are read whole anyway: counting them there is nearly free.
-  const pageCountsTotal = small && knownTotal === undefined;
+  // The page counts its matching rows itself wherever its plan reads them anyway (interface: every page
+  // carries the total): one statement instead of two, and for a large organization one scan of its rows
+  // instead of two (docs/performance.md).
+  const pageCountsTotal = knownTotal === undefined && (small || storedOrder || target.rowid !== undefined);
+  const total = (rows: string) => (pageCountsTotal ? `, (SELECT count(*) FROM ${rows}) AS "_total"` : '');
   const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
   const orderBy = storedOrder ? '' : `ORDER BY ${sortTerms.join(', ')}\n`;
   let pageSql: string;
   let pageParams: SqlValue[] = [...params, BigInt(query.page.size), offset];
   if (small) {
     // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
-    pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${pageCountsTotal ? ', (SELECT count(*) FROM org_rows) AS "_total"' : ''}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
+    pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
   } else if (storedOrder || target.rowid === undefined) {
-    pageSql = `${select}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
+    // The count is a second scan of the organization's matching rows, in the same statement.
+    pageSql = `${select}${total(`(SELECT 1 ${from})`)}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
+    if (pageCountsTotal) pageParams = [...params, ...pageParams];
   } else {
     // The row-id fetch, written out: the page's row ids are the top of the matching rows by the sort
     // columns alone; only those rows' wide columns are then read, by a scan that the organization's key
-    // keeps to its row groups (DuckDB's own rewrite scanned the whole table: docs/performance.md).
+    // keeps to its row groups (DuckDB's own rewrite scanned the whole table: docs/performance.md). When the
+    // total is wanted, the matching rows' ids and sort columns are kept once and both count and rank read them.
     const outer: SqlValue[] = [];
     const rowid = target.rowid;
-    pageSql = `${select}\nFROM ${target.relation}\nWHERE ${organizationTest(target, outer)}\n  AND ${rowid} IN (SELECT ${rowid}\n${from}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
-    pageParams = [...outer, ...pageParams];
+    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.relation}\nWHERE ${organizationTest(target, outer)}\n  AND ${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
+    pageSql = pageCountsTotal
+      ? `WITH matching AS MATERIALIZED (SELECT ${rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${from})\n${fetch('SELECT "_rowid" FROM matching')}`
+      : fetch(`SELECT ${rowid}\n${from}`);
+    pageParams = pageCountsTotal ? [...params, ...outer, BigInt(query.page.size), offset] : [...outer, ...pageParams];
   }
   return {
     count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
