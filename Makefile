@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load clean bench bench-history soak
+.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -65,6 +65,11 @@ clean:
 bench: build
 	node dist/bench/run.js
 	node dist/bench/history.js
+	node dist/bench/scale.js
+
+# Issue 12's H alone: the small-organization page on 100k-, 1M- and 5M-workspace snapshots (bench/scale.ts).
+bench-scale: build
+	node dist/bench/scale.js
 
 # Issue 14's history scenarios alone: HISTORY_DAYS snapshots of a sample series (see bench/history.ts).
 bench-history: build
