@@ -4,11 +4,12 @@
 // which is not loaded while the instance is being created, so it is set right after, for the whole instance.
 import { DuckDBInstance } from '@duckdb/node-api';
 
-export async function openInstance(path: string, options: Record<string, string> = {}): Promise<DuckDBInstance> {
+/** Opens an instance with the host-independent settings, then `settings` (statements run once, instance-wide). */
+export async function openInstance(path: string, options: Record<string, string> = {}, settings: readonly string[] = []): Promise<DuckDBInstance> {
   const instance = await DuckDBInstance.create(path, options);
   const setup = await instance.connect();
   try {
-    await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
+    for (const sql of [`SET GLOBAL TimeZone = 'UTC'`, ...settings]) await setup.run(sql);
   } catch (e) {
     instance.closeSync();
     throw e;
@@ -35,16 +36,4 @@ export const SERVING_SETTINGS = [
   "SET GLOBAL disabled_optimizers = 'late_materialization'",
 ];
 
-export async function openServingInstance(options: Record<string, string>): Promise<DuckDBInstance> {
-  const instance = await openInstance(':memory:', options);
-  const setup = await instance.connect();
-  try {
-    for (const sql of SERVING_SETTINGS) await setup.run(sql);
-  } catch (e) {
-    instance.closeSync();
-    throw e;
-  } finally {
-    setup.closeSync();
-  }
-  return instance;
-}
+export const openServingInstance = (options: Record<string, string>) => openInstance(':memory:', options, SERVING_SETTINGS);

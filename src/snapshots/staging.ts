@@ -7,6 +7,8 @@ const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 // timezone('UTC', …) names the zone instead of relying on the instance's TimeZone setting (open-instance.ts).
 const ts = (expr: string) => `date_trunc('millisecond', timezone('UTC', CAST(nullif(${expr}, '') AS TIMESTAMPTZ)))`;
 const opt = (expr: string) => `nullif(${expr}, '')`;
+/** Slices of the workspaces that each per-workspace list is built in (see `list` below). */
+const LIST_SLICES = 8;
 
 const COLUMNS: Record<SourceFile, string> = {
   organizations: `{name: 'VARCHAR', id: 'VARCHAR'}`,
@@ -41,11 +43,14 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
       bool_or(coalesce(curated, false)) AS curated
     FROM ${raw(file, files[file])}
     GROUP BY ALL`;
-  const list = (table: string, usageTable: string) => `
-    CREATE TABLE ${table} AS
+  // A list() aggregate's states are not spilled to disk: over 5M workspaces at once they outgrew the
+  // loader's memory limit. Built a slice of the workspaces at a time, each slice's states are a fraction.
+  const list = (table: string, usageTable: string) => Array.from({ length: LIST_SLICES }, (_, slice) => `
+    ${slice === 0 ? `CREATE TABLE ${table} AS` : `INSERT INTO ${table}`}
     SELECT workspace_id, count(*) AS n, array_to_string(list_sort(list(element)), ', ') AS list
-    FROM (SELECT DISTINCT workspace_id, source || coalesce('@' || version, '') AS element FROM ${usageTable})
-    GROUP BY workspace_id`;
+    FROM (SELECT DISTINCT workspace_id, source || coalesce('@' || version, '') AS element FROM ${usageTable}
+      WHERE hash(workspace_id) % ${LIST_SLICES} = ${slice})
+    GROUP BY workspace_id`);
   return [
     `CREATE TABLE src_organizations AS SELECT name, ${opt('id')} AS id FROM ${raw('organizations', files.organizations)}`,
     // Each organization's integer key, in name order (view-files.ts): rows are stored by it, and a page
@@ -74,8 +79,8 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
        ${opt('engine_version')} AS engine_version, coalesce(billable, false) AS billable, ${opt('run_id')} AS run_id,
        ${ts('state_updated_at')} AS state_updated_at
      FROM ${raw('workspace_resources', files.workspace_resources)}`,
-    list('ws_providers', 'src_providers'),
-    list('ws_modules', 'src_modules'),
+    ...list('ws_providers', 'src_providers'),
+    ...list('ws_modules', 'src_modules'),
     `CREATE TABLE version_keys (v VARCHAR PRIMARY KEY, k VARCHAR)`,
   ];
 }
