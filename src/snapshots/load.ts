@@ -3,6 +3,7 @@
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { openInstance } from '../duckdb/open-instance.js';
 import { validateSource, type ValidationResult } from './source-validator.js';
 import { stagingStatements } from './staging.js';
@@ -36,6 +37,8 @@ export interface LoadOptions {
   memoryLimit?: string;
   threads?: number;
   onProgress?: (message: string) => void;
+  /** Workspaces per range of organizations a grouped view is sorted in (tests make it small). */
+  sliceWorkspaces?: number;
 }
 
 export interface LoadResult {
@@ -104,6 +107,30 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   }
 }
 
+/** Workspaces per range of organizations a grouped view is sorted in (ViewStatements.grouped). */
+const SLICE_WORKSPACES = 1_000_000;
+
+/**
+ * Consecutive ranges of organization names (inclusive), in name order, each holding at most `workspaces`
+ * workspaces unless one organization alone holds more.
+ */
+async function organizationRanges(db: DuckDBConnection, workspaces: number): Promise<[string, string][]> {
+  const counts = (await db.runAndReadAll(
+    'SELECT o.name, count(w.id) FROM org_keys o LEFT JOIN src_workspaces w ON w.organization = o.name GROUP BY o.name, o.k ORDER BY o.k',
+  )).getRows().map(([name, n]) => [name as string, Number(n)] as const);
+  const ranges: [string, string][] = [];
+  let held = 0;
+  for (const [name, n] of counts) {
+    if (ranges.length === 0 || held + n > workspaces) {
+      ranges.push([name, name]);
+      held = 0;
+    }
+    ranges[ranges.length - 1]![1] = name;
+    held += n;
+  }
+  return ranges;
+}
+
 async function buildViewFiles(validation: ValidationResult, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions, progress: (m: string) => void) {
   const instance = await openInstance(':memory:', {
     threads: String(opts.threads ?? 2),
@@ -150,8 +177,14 @@ async function buildViewFiles(validation: ValidationResult, views: ReturnType<ty
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
-    for (const { view, file, sorted, derive } of views) {
-      await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted}`);
+    const ranges = await organizationRanges(db, opts.sliceWorkspaces ?? SLICE_WORKSPACES);
+    for (const { view, file, sorted, derive, grouped } of views) {
+      if (grouped && ranges.length > 1) {
+        // Ranges in name order, each sorted: appended in turn, the rows are in the view's stored order.
+        for (const [i, range] of ranges.entries()) {
+          await step(`sorting ${view} (organizations ${i + 1} of ${ranges.length})`, `${i === 0 ? 'CREATE TEMP TABLE sorted_rows AS' : 'INSERT INTO sorted_rows'} ${sorted(range)}`);
+        }
+      } else await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted()}`);
       // The serving columns are stored uncompressed: a page reads a few rows of them, and DuckDB decodes a
       // compressed (FSST) string column a whole 2,048-row vector at a time, so each row a page fetched cost
       // as much as a vector (docs/performance.md). The data columns keep DuckDB's compression.

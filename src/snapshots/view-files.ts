@@ -19,7 +19,21 @@ export const ROW_GROUP_SIZE = 16384;
  * CSV line — reading `table` in its stored order. Sorting the narrow rows, not the wide ones, keeps what
  * a hundred million rows spill to disk during the sort about three times smaller.
  */
-export function viewStatements(): { view: string; file: string; sorted: string; derive: (table: string) => string; csvLines: number[] }[] {
+export interface ViewStatements {
+  view: string;
+  file: string;
+  /** The view's rows sorted; given a range of organization names (inclusive), only theirs. */
+  sorted: (organizations?: readonly [string, string]) => string;
+  derive: (table: string) => string;
+  csvLines: number[];
+  /**
+   * The view groups source rows (tf_versions, providers, modules): its lists of workspace names are
+   * aggregate states DuckDB does not spill, so a large source is sorted a range of organizations at a time.
+   */
+  grouped: boolean;
+}
+
+export function viewStatements(): ViewStatements[] {
   const catalog = catalogFor('terraform');
   return VIEW_DECLS.map((decl) => {
     const view = catalog.view(decl.name)!;
@@ -35,16 +49,19 @@ export function viewStatements(): { view: string; file: string; sorted: string; 
     // Every field in default order (alphabetical for the default engine); the manifest records which.
     const csv = `${csvLineSql(view.fields, (f) => `t."${f.column}"`)} AS "${CSV_LINE_COLUMN}"`;
     // Within an organization, rows are stored in the view's default order, which a default export reads.
-    const sorted = `
+    // A range of organization names is a filter on a grouping column, which DuckDB pushes below the
+    // aggregate into the source scans: each range aggregates only its own rows.
+    const sorted = (organizations?: readonly [string, string]) => `
       SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
       FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
       JOIN org_keys ok ON ok.name = t._org
       ${joins.join('\n      ')}
+      ${organizations ? `WHERE t._org BETWEEN ${sqlLiteral(organizations[0])} AND ${sqlLiteral(organizations[1])}` : ''}
       ORDER BY "${ORGANIZATION_KEY_COLUMN}", ${defaultOrder(view).join(', ')}`;
     const derive = (table: string) => `
       SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}
       FROM ${table} t`;
-    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index) };
+    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index), grouped: /\bGROUP BY\b/.test(decl.from) };
   });
 }
 
