@@ -45,7 +45,7 @@ export interface CompileTarget {
    * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
    */
   csvLines?: readonly number[];
-  /** Each organization's rows are stored in the view's default order: a page in that order sorts by rowid. */
+  /** Each organization's rows are stored in the view's default order: a page in that order is a plain scan. */
   defaultOrderStored?: boolean;
   /**
    * How the relation names a row's position (`rowid` for a table, a column where the relation is a
