@@ -1,8 +1,11 @@
 // Admission to the DuckDB workers. At most `slots` queries run at once, and at most `exportSlots` of them
-// are exports; the rest wait in one queue per organization, and the queues take turns, so that one
-// organization's burst or exports cannot starve everyone else's pages. Waiting is bounded: with `maxQueued`
-// already waiting, or after `maxWaitMs` in the queue, a request is refused (503 with Retry-After) instead
-// of latency growing without bound.
+// are exports. The rest wait in one queue, oldest first, except that an organization already holding
+// `slots - 1` running queries lets any other organization's waiting request go first: one organization's
+// burst or exports can never hold every slot, so another's page waits for at most one query to end, yet a
+// busy organization is not starved either (taking strict turns between organizations gave the one with
+// most of the demand one slot in n and refused its requests after `maxWaitMs`). Waiting is bounded: with
+// `maxQueued` already waiting, or after `maxWaitMs` in the queue, a request is refused (503 with
+// Retry-After) instead of latency growing without bound.
 
 export type Kind = 'page' | 'export';
 
@@ -42,8 +45,9 @@ export type Release = () => void;
 export class Admission {
   private running = 0;
   private exportsRunning = 0;
-  /** Map order is turn order: a queue that is served moves to the back. */
-  private readonly queues = new Map<string, Waiter[]>();
+  /** Running queries per organization. */
+  private readonly held = new Map<string, number>();
+  /** Map order is arrival order. */
   private readonly waiters = new Map<string, Waiter>();
   /** Smoothed time a slot is held, for Retry-After. */
   private holdMs = 50;
@@ -63,19 +67,16 @@ export class Admission {
   /** Resolves when `id` may run; the caller must call the returned release exactly once when it ends. */
   admit(id: string, key: string, kind: Kind): Promise<Release> {
     // Anyone still waiting is ineligible (dispatch runs on every release), so a free slot is fair to take.
-    if (this.canRun(kind)) return Promise.resolve(this.start(kind));
+    if (this.canRun(kind)) return Promise.resolve(this.start(key, kind));
     if (this.waiters.size >= this.opts.maxQueued) return Promise.reject(this.refusal());
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = {
         id, key, kind,
         timer: setTimeout(() => this.remove(waiter, this.refusal()), this.opts.maxWaitMs),
-        admit: () => resolve(this.start(kind)),
+        admit: () => resolve(this.start(key, kind)),
         refuse: reject,
       };
       this.waiters.set(id, waiter);
-      const queue = this.queues.get(key);
-      if (queue) queue.push(waiter);
-      else this.queues.set(key, [waiter]);
     });
   }
 
@@ -96,9 +97,10 @@ export class Admission {
     return this.running < this.opts.slots && (kind === 'page' || this.exportsRunning < this.opts.exportSlots);
   }
 
-  private start(kind: Kind): Release {
+  private start(key: string, kind: Kind): Release {
     this.running++;
     if (kind === 'export') this.exportsRunning++;
+    this.held.set(key, (this.held.get(key) ?? 0) + 1);
     const started = Date.now();
     let released = false;
     return () => {
@@ -106,6 +108,9 @@ export class Admission {
       released = true;
       this.running--;
       if (kind === 'export') this.exportsRunning--;
+      const held = this.held.get(key)! - 1;
+      if (held === 0) this.held.delete(key);
+      else this.held.set(key, held);
       this.holdMs = 0.9 * this.holdMs + 0.1 * (Date.now() - started);
       this.dispatch();
     };
@@ -115,36 +120,32 @@ export class Admission {
     while (this.running < this.opts.slots) {
       const next = this.nextEligible();
       if (!next) return;
-      this.detach(next, true);
+      this.detach(next);
       next.admit();
     }
   }
 
+  /** The oldest waiter that can run whose organization holds fewer than `slots - 1`; else the oldest that can run. */
   private nextEligible(): Waiter | undefined {
-    for (const queue of this.queues.values()) {
-      const waiter = queue.find((w) => this.canRun(w.kind));
-      if (waiter) return waiter;
+    const share = Math.max(1, this.opts.slots - 1);
+    let oldest: Waiter | undefined;
+    for (const waiter of this.waiters.values()) {
+      if (!this.canRun(waiter.kind)) continue;
+      if ((this.held.get(waiter.key) ?? 0) < share) return waiter;
+      oldest ??= waiter;
     }
-    return undefined;
+    return oldest;
   }
 
   private remove(waiter: Waiter, e: Error): void {
     if (!this.waiters.has(waiter.id)) return;
-    this.detach(waiter, false);
+    this.detach(waiter);
     waiter.refuse(e);
   }
 
-  private detach(waiter: Waiter, served: boolean): void {
+  private detach(waiter: Waiter): void {
     clearTimeout(waiter.timer);
     this.waiters.delete(waiter.id);
-    const queue = this.queues.get(waiter.key)!;
-    queue.splice(queue.indexOf(waiter), 1);
-    if (queue.length === 0) this.queues.delete(waiter.key);
-    else if (served) {
-      // The organization just served goes to the back of the turn order.
-      this.queues.delete(waiter.key);
-      this.queues.set(waiter.key, queue);
-    }
   }
 
   private refusal(): PoolOverloadedError {

@@ -1,4 +1,4 @@
-// The admission queue alone: slots, the export cap, turns between organizations, and bounded waiting.
+// The admission queue alone: slots, the export cap, the share of one organization, and bounded waiting.
 import { expect } from 'chai';
 import { Admission, PoolOverloadedError, WithdrawnError, type Release } from '../../src/pool/admission.js';
 
@@ -33,21 +33,41 @@ describe('admission', () => {
     expect(await settled(e2)).to.equal('admitted');
   });
 
-  it('gives organizations turns: a burst from one does not delay another by more than one query', async () => {
-    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 100, maxWaitMs: 10_000 });
+  /** Admits every queued id in `ids`, releasing the longest-running query each step; returns the order admitted. */
+  async function drain(a: Admission, running: Release[], ids: Array<[string, string]>, steps: number): Promise<string[]> {
     const order: string[] = [];
-    let release: Release = await a.admit('first', 'big', 'page');
-    const all: Promise<void>[] = [];
-    const queue = (id: string, key: string) => all.push(a.admit(id, key, 'page').then((r) => { order.push(id); release = r; }));
-    for (let i = 0; i < 5; i++) queue(`big${i}`, 'big');
-    queue('small0', 'small');
-    queue('small1', 'small');
-    for (let i = 0; i < 7; i++) {
-      release();
+    const all = ids.map(([id, key]) => a.admit(id, key, 'page').then((r) => { order.push(id); running.push(r); }));
+    for (let i = 0; i < steps; i++) {
+      running.shift()!();
       await new Promise((r) => setImmediate(r));
     }
     await Promise.all(all);
-    expect(order).to.deep.equal(['big0', 'small0', 'big1', 'small1', 'big2', 'big3', 'big4']);
+    return order;
+  }
+
+  it('never lets one organization hold every slot: another waits for at most one query', async () => {
+    const a = new Admission({ slots: 3, exportSlots: 1, maxQueued: 100, maxWaitMs: 10_000 });
+    const running = [await a.admit('b1', 'big', 'page'), await a.admit('b2', 'big', 'page'), await a.admit('b3', 'big', 'page')];
+    const burst = Array.from({ length: 5 }, (_, i): [string, string] => [`big${i}`, 'big']);
+    const order = await drain(a, running, [...burst, ['small0', 'small'], ['small1', 'small']], 7);
+    expect(order[0]).to.equal('small0');
+    expect(order).to.have.length(7);
+  });
+
+  it('serves the oldest request otherwise, so a busy organization is not starved by many others', async () => {
+    const a = new Admission({ slots: 2, exportSlots: 1, maxQueued: 100, maxWaitMs: 10_000 });
+    const running = [await a.admit('a', 'a', 'page'), await a.admit('b', 'b', 'page')];
+    const order = await drain(a, running, [['big0', 'big'], ['big1', 'big'], ['big2', 'big'], ['s1', 's1'], ['s2', 's2'], ['s3', 's3']], 6);
+    // Strict turns between organizations gave big one slot in four: big0, s1, s2, s3, big1, big2.
+    expect(order).to.deep.equal(['big0', 's1', 'big1', 's2', 'big2', 's3']);
+  });
+
+  it('lets one organization alone use every slot', async () => {
+    const a = new Admission({ slots: 3, exportSlots: 1, maxQueued: 100, maxWaitMs: 10_000 });
+    const running = [await a.admit('1', 'big', 'page'), await a.admit('2', 'big', 'page')];
+    expect(await settled(a.admit('3', 'big', 'page'))).to.equal('admitted');
+    expect(a.active).to.equal(3);
+    running.forEach((r) => r());
   });
 
   it('refuses at once when the queue is full, with a Retry-After of at least one second', async () => {
