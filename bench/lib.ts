@@ -55,3 +55,60 @@ export async function stopServerProcess(child: ChildProcess): Promise<number | n
   child.kill('SIGTERM');
   return exited;
 }
+
+/** One request of a mixed load: its kind (reported apart), path and headers. */
+export interface MixedRequest { kind: string; path: string; headers: Record<string, string> }
+
+export interface KindFigures { requests: number; p50_ms: number; p99_ms: number; statuses: Record<string, number>; slowest_mb_s?: number }
+
+/**
+ * A closed loop of `connections` clients, each sending its next request when the last one has been read
+ * to the end, for `seconds`. Unlike autocannon it times each kind of request apart (a target may hold for
+ * pages and not for exports) and each response's throughput, and counts every status and client error.
+ */
+export async function mixedLoad(base: string, connections: number, seconds: number, pick: () => MixedRequest):
+Promise<{ rps: number; errors: number; kinds: Record<string, KindFigures> }> {
+  const { Agent, request } = await import('node:http');
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const samples = new Map<string, { ms: number[]; statuses: Record<string, number>; mbs: number[] }>();
+  let errors = 0;
+  let done = 0;
+  const end = performance.now() + seconds * 1000;
+  const one = (r: MixedRequest) => new Promise<void>((resolveOne) => {
+    const started = performance.now();
+    const s = samples.get(r.kind) ?? { ms: [], statuses: {}, mbs: [] };
+    samples.set(r.kind, s);
+    const count = (status: string) => { s.statuses[status] = (s.statuses[status] ?? 0) + 1; };
+    const req = request(`${base}${r.path}`, { agent, headers: r.headers, timeout: 30_000 }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+      res.on('end', () => {
+        const ms = performance.now() - started;
+        s.ms.push(ms);
+        count(res.complete ? String(res.statusCode) : 'cut off');
+        if (res.statusCode !== 200 || !res.complete) errors++;
+        if (bytes > 1e6) s.mbs.push(bytes / 1e6 / (ms / 1000));
+        done++;
+        resolveOne();
+      });
+      res.on('error', () => { errors++; count('error'); resolveOne(); });
+    });
+    req.on('timeout', () => req.destroy(new Error('time-out')));
+    req.on('error', (e) => { errors++; count(e.message === 'time-out' ? 'time-out' : 'error'); resolveOne(); });
+    req.end();
+  });
+  const started = performance.now();
+  await Promise.all(Array.from({ length: connections }, async () => { while (performance.now() < end) await one(pick()); }));
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  const percentile = (sorted: number[], p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN);
+  const kinds: Record<string, KindFigures> = {};
+  for (const [kind, s] of samples) {
+    s.ms.sort((a, b) => a - b);
+    kinds[kind] = {
+      requests: s.ms.length, p50_ms: percentile(s.ms, 0.5), p99_ms: percentile(s.ms, 0.99), statuses: s.statuses,
+      ...(s.mbs.length > 0 ? { slowest_mb_s: Math.round(Math.min(...s.mbs) * 10) / 10 } : {}),
+    };
+  }
+  return { rps: done / elapsed, errors, kinds };
+}

@@ -19,6 +19,7 @@ export interface Config {
   duckdbMemoryLimit: string;
   poolMaxQueue: number;
   poolMaxWaitMs: number;
+  poolMaxExportWaitMs: number;
   /** Bearer token that GET /metrics requires; with none and metricsPublic false, /metrics is off. */
   metricsToken: string | null;
   metricsPublic: boolean;
@@ -64,6 +65,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
     poolMaxWaitMs: int(env, 'POOL_MAX_WAIT_MS', 5_000, 1),
+    poolMaxExportWaitMs: int(env, 'POOL_MAX_EXPORT_WAIT_MS', 30_000, 1),
     metricsToken: env.METRICS_TOKEN || null,
     metricsPublic: /^(1|true|yes)$/i.test(env.METRICS_PUBLIC ?? ''),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,

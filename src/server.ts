@@ -38,6 +38,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     tempDirectory: join(config.dataDir, 'tmp', 'duckdb'),
     maxQueue: config.poolMaxQueue,
     maxWaitMs: config.poolMaxWaitMs,
+    maxExportWaitMs: config.poolMaxExportWaitMs,
     exportConcurrency: config.exportConcurrency ?? undefined,
     // History reads every retained snapshot for a trend: keep them attached rather than re-attach each time.
     attachedMax: config.snapshotKeep + 1,

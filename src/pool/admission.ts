@@ -5,7 +5,9 @@
 // busy organization is not starved either (taking strict turns between organizations gave the one with
 // most of the demand one slot in n and refused its requests after `maxWaitMs`). Waiting is bounded: with
 // `maxQueued` already waiting, or after `maxWaitMs` in the queue, a request is refused (503 with
-// Retry-After) instead of latency growing without bound.
+// Retry-After) instead of latency growing without bound. An export may wait longer (`maxExportWaitMs`):
+// a download started by a script is still worth its wait once a page would be stale, and under load an
+// export waits for one of few export slots while each runs for seconds.
 
 export type Kind = 'page' | 'export';
 
@@ -29,6 +31,8 @@ export interface AdmissionOptions {
   exportSlots: number;
   maxQueued: number;
   maxWaitMs: number;
+  /** How long an export may wait; `maxWaitMs` when absent. */
+  maxExportWaitMs?: number;
 }
 
 interface Waiter {
@@ -72,7 +76,7 @@ export class Admission {
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = {
         id, key, kind,
-        timer: setTimeout(() => this.remove(waiter, this.refusal()), this.opts.maxWaitMs),
+        timer: setTimeout(() => this.remove(waiter, this.refusal()), kind === 'export' ? this.opts.maxExportWaitMs ?? this.opts.maxWaitMs : this.opts.maxWaitMs),
         admit: () => resolve(this.start(key, kind)),
         refuse: reject,
       };

@@ -23,6 +23,7 @@ export interface PoolOptions {
   maxQueue: number;
   /** Longest wait for a slot before a request is refused. */
   maxWaitMs?: number;
+  maxExportWaitMs?: number;
   /** Exports that may run at once; the rest wait, so that pages always find a free slot. */
   exportConcurrency?: number;
   /** Snapshot databases each worker keeps attached while idle (default 2: the current and the previous). */
@@ -72,6 +73,7 @@ export class QueryPool {
       exportSlots: opts.exportConcurrency ?? Math.max(1, Math.floor(slots / 2)),
       maxQueued: opts.maxQueue,
       maxWaitMs: opts.maxWaitMs ?? 5_000,
+      maxExportWaitMs: opts.maxExportWaitMs,
     });
   }
 

@@ -17,7 +17,7 @@ describe('admission over HTTP', function () {
   const held: IncomingMessage[] = [];
   before(async () => {
     h = await startHarness({
-      env: { POOL_WORKERS: '1', WORKER_CONCURRENCY: '2', EXPORT_CONCURRENCY: '1', POOL_MAX_QUEUE: '2', POOL_MAX_WAIT_MS: String(MAX_WAIT_MS), QUERY_TIMEOUT_MS: '8000' },
+      env: { POOL_WORKERS: '1', WORKER_CONCURRENCY: '2', EXPORT_CONCURRENCY: '1', POOL_MAX_QUEUE: '2', POOL_MAX_WAIT_MS: String(MAX_WAIT_MS), POOL_MAX_EXPORT_WAIT_MS: String(MAX_WAIT_MS), QUERY_TIMEOUT_MS: '8000' },
       // Large enough that the CSV cannot fit in the pipe and socket buffers of a stalled client.
       writeSource: (dir) => writeSample(dir, { organizations: 2, workspaces: 24000, seed: 3, resources: false }),
     });

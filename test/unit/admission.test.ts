@@ -70,6 +70,16 @@ describe('admission', () => {
     running.forEach((r) => r());
   });
 
+  it('lets an export wait up to maxExportWaitMs, past the wait of a page', async () => {
+    const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 10, maxWaitMs: 20, maxExportWaitMs: 10_000 });
+    const running = await a.admit('1', 'acme', 'page');
+    const page = a.admit('2', 'acme', 'page').then(() => 'admitted', (e: Error) => e);
+    const exported = a.admit('3', 'acme', 'export');
+    expect(await page).to.be.instanceOf(PoolOverloadedError);
+    running();
+    expect(await settled(exported)).to.equal('admitted');
+  });
+
   it('refuses at once when the queue is full, with a Retry-After of at least one second', async () => {
     const a = new Admission({ slots: 1, exportSlots: 1, maxQueued: 1, maxWaitMs: 10_000 });
     await a.admit('1', 'acme', 'page');
