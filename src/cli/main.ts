@@ -84,7 +84,7 @@ async function sampleSeries(dir: string, options: Parameters<typeof writeSample>
 async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | null> {
   try {
     const { manifest, seconds, compactionError } = await loadSnapshot(dir, {
-      dataDir: config.dataDir, keep: config.snapshotKeep, keepFull: config.snapshotKeepFull,
+      dataDir: config.dataDir, keep: config.snapshotKeep, keepFull: config.snapshotKeepFull, memoryLimit: config.loadMemoryLimit,
       onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
     });
     if (isTty) process.stderr.write('\r\x1b[K');

@@ -5,7 +5,8 @@ import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { openInstance } from '../duckdb/open-instance.js';
-import { validateSource, type ValidationResult } from './source-validator.js';
+import type { ValidationResult } from './source-validator.js';
+import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
@@ -61,7 +62,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     if (length < 1 || length > 255) throw new SourceInvalidError([`--label: must be 1 to 255 characters, not ${length}`], 1);
   }
 
-  const validation = await validateSource(source, (file, lines) => progress(`validating ${file}: ${lines.toLocaleString('en')} lines`));
+  const validation = await validateInWorker(source, (file, lines) => progress(`validating ${file}: ${lines.toLocaleString('en')} lines`));
   if (validation.errorCount > 0) throw new SourceInvalidError(validation.errors, validation.errorCount);
 
   const root = snapshotsDir(opts.dataDir);
