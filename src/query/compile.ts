@@ -63,6 +63,15 @@ export interface CompileTarget {
  */
 export const SMALL_ORGANIZATION_ROWS = 10_000;
 
+/**
+ * Up to this many rows in its organization, a filtered page in stored order counts its matches with
+ * `count(*) OVER ()` over its own scan instead of a second scan in a subquery. The window keeps every
+ * matching row (row JSON included) until the scan ends, so it wins only for small organizations: measured
+ * on the bench snapshot per page, 1.20 against 1.74 ms up to 500 rows, equal between 2,000 and 5,000, 4.6
+ * against 2.9 ms near 10,000 (docs/performance.md, session 7).
+ */
+export const WINDOW_COUNT_ROWS = 2_000;
+
 export const ident = (name: string) => {
   // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a catalog identifier: ${name}`);
@@ -234,6 +243,10 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   if (small) {
     // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
     pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
+  } else if (storedOrder && pageCountsTotal && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS) {
+    // An empty OVER () keeps the scan's order (DuckDB preserves insertion order through it), and LIMIT
+    // applies after the window has counted every matching row.
+    pageSql = `${select}, count(*) OVER () AS "_total"\n${from}\nLIMIT ? OFFSET ?`;
   } else if (storedOrder || target.rowid === undefined) {
     // The count is a second scan of the organization's matching rows, in the same statement.
     pageSql = `${select}${total(`(SELECT 1 ${from})`)}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;

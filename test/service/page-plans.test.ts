@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileQuery, SMALL_ORGANIZATION_ROWS } from '../../src/query/compile.js';
+import { compileQuery, SMALL_ORGANIZATION_ROWS, WINDOW_COUNT_ROWS } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { loadSnapshot } from '../../src/snapshots/load.js';
@@ -82,6 +82,9 @@ describe('the two page plans', function () {
     // At any size: a small organization's page in stored order is a plain scan too.
     expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, 10)).to.not.include('ORDER BY').and.not.include('org_rows');
     expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', false, 10)).to.include('org_rows');
+    // A small organization's filtered page counts in its own scan; a larger one in a second scan.
+    expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, WINDOW_COUNT_ROWS)).to.include('count(*) OVER ()').and.not.include('SELECT count(*)');
+    expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, WINDOW_COUNT_ROWS + 1)).to.include('SELECT count(*)').and.not.include('OVER');
     expect(sql('type=resources', false)).to.not.include('rowid');
     expect(sql('type=resources', false)).to.include('ORDER BY');
     expect(sql('type=resources&sort=-workspace_name,address', true)).to.not.include('rowid');
