@@ -44,13 +44,32 @@ export function splitJsonArray(text: string): string[] {
   return out;
 }
 
+/** JSON.stringify's escape of each control character: its short form, or \u00xx in lowercase hex. */
+const CONTROL_ESCAPES = new Set(Array.from({ length: 32 }, (_, c) => JSON.stringify(String.fromCharCode(c)).slice(1, -1)));
+
 /**
- * One element of the row JSON in the form jsonValue gives the same value. A string without a backslash had
- * no character that either side escapes, so DuckDB's text is already JSON.stringify's; any other string is
- * re-serialized by JS (the two may escape differently). Lists of workspace names run to megabytes: parsing
- * them only when needed matters.
+ * Whether every escape in a JSON string's text is one JSON.stringify writes: `\"`, `\\`, or a control
+ * character's (`\t`, `\u001f`, …). Then the text is already JSON.stringify's; any other escape (`\/`, a
+ * `\u` that JSON.stringify would not write) needs the string re-serialized.
  */
-const element = (text: string) => (text.charCodeAt(0) === 34 && text.includes('\\') ? JSON.stringify(JSON.parse(text)) : text);
+function stringifyEscapesOnly(text: string): boolean {
+  for (let i = text.indexOf('\\'); i !== -1; i = text.indexOf('\\', i + 2)) {
+    const next = text.charCodeAt(i + 1);
+    if (next === 34 || next === 92) continue;
+    const escape = text.slice(i, next === 117 ? i + 6 : i + 2);
+    if (!CONTROL_ESCAPES.has(escape)) return false;
+    i += escape.length - 2;
+  }
+  return true;
+}
+
+/**
+ * One element of the row JSON in the form jsonValue gives the same value. A string whose escapes are all
+ * ones JSON.stringify writes is already its text; any other string is re-serialized by JS. Lists of
+ * workspace names run to megabytes, and one name with a quote or a tab in it made the whole list a parse and
+ * a stringify: parsing only when needed matters.
+ */
+const element = (text: string) => (text.charCodeAt(0) === 34 && !stringifyEscapesOnly(text) ? JSON.stringify(JSON.parse(text)) : text);
 
 /** The `attributes` object of a row from its JSON array of every value (the row-JSON layout). */
 export function rowAttributes(rowJson: string, attributes: readonly string[], valueIndexes: readonly number[]): string {

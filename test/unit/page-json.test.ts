@@ -2,6 +2,7 @@
 // elements, and a row read from the JSON array gives the same bytes as the same row read from columns.
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { openInstance } from '../../src/duckdb/open-instance.js';
 import { pageJson, splitJsonArray } from '../../workers/page-json.js';
 
 const scalar = fc.oneof(fc.string({ unit: 'binary' }), fc.boolean(), fc.constant(null), fc.integer(), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }));
@@ -23,5 +24,31 @@ describe('row JSON', () => {
       expect(fromJson).to.equal(fromColumns);
     }), { numRuns: 300 });
     expect(pageJson([['i', '[9007199254740993]'] as never], { rowType: 't', attributes: ['n'], valueIndexes: [0] })).to.include('"n":9007199254740993');
+  });
+
+  it('re-serializes a string with an escape JSON.stringify would not write', () => {
+    const shape = { rowType: 't', attributes: ['s'] };
+    for (const [escaped, value] of [['"a\\/b"', 'a/b'], ['"\\u0041"', 'A'], ['"\\u0008"', '\b'], ['"\\u000A"', '\n'], ['"\\u00e9"', 'é']]) {
+      expect(pageJson([['i', `[${escaped}]`] as never], { ...shape, valueIndexes: [0] }), escaped).to.equal(pageJson([['i', value] as never], shape));
+    }
+  });
+
+  it("gives JSON.stringify's bytes for any string as DuckDB's json_array writes it", async () => {
+    const db = await openInstance(':memory:');
+    const c = await db.connect();
+    try {
+      const strings = [
+        'plain', 'a "quoted" name', 'back\\slash', 'ends with \\', '\\"', 'tab\tand\nnewline', '\u0001\u001f\u007f', '\b\f\r\u000b', 'é ü 日本 🚀',
+        '\u2028\u2029', 'slash / and <tag>', ...fc.sample(fc.string({ unit: 'binary', maxLength: 40 }), 300),
+      ].filter((s) => !s.includes('\u0000')); // DuckDB's VARCHAR holds no NUL through a bound parameter
+      const shape = { rowType: 't', attributes: ['s'] };
+      for (const s of strings) {
+        const [[json]] = (await c.runAndReadAll('SELECT json_array(?::VARCHAR)::VARCHAR', [s])).getRows() as [[string]];
+        expect(pageJson([['i', json] as never], { ...shape, valueIndexes: [0] }), JSON.stringify(s)).to.equal(pageJson([['i', s] as never], shape));
+      }
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
   });
 });
