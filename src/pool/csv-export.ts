@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { constants, mkdirSync, openSync, promises as fs } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { Socket } from 'node:net';
+import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Attachment, ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
@@ -18,7 +18,10 @@ import type { QueryPool } from './query-pool.js';
 import { clientGone } from './run-page.js';
 
 const run = promisify(execFile);
-const COALESCE_BYTES = 1 << 20;
+/** What one read of the FIFO can bring: a pipe's capacity. */
+const READ_BYTES = 64 * 1024;
+const GATHER_BYTES = 1 << 20;
+const GATHER_BUFFERS = 3;
 
 export type ExportEnd =
   | { kind: 'complete'; rows: number; bytes: number }
@@ -50,7 +53,14 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
   const id = r.pool.newTaskId();
   const fifo = join(r.pool.fifoDirectory, `${id}.csv`);
   await run('mkfifo', ['-m', '600', fifo]);
-  const reader = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
+  // Every read lands in one reused buffer (`onread`), so reading allocates nothing per read; see gather below.
+  let onRead: (length: number, data: Uint8Array) => boolean = () => true;
+  // @types/node lists `onread` for sockets that connect only; Node takes it for any socket.
+  const options: SocketConstructorOpts & { onread: OnReadOpts } = {
+    fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false,
+    onread: { buffer: Buffer.allocUnsafe(READ_BYTES), callback: (length, data) => onRead(length, data) },
+  };
+  const reader = new Socket(options);
   reader.pause();
 
   return new Promise<ExportEnd>((resolve) => {
@@ -99,8 +109,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
       stopped = { code, message };
       r.pool.cancel(id, code === 'timeout' ? 'timeout' : 'cancelled');
       // Keep reading and discard, so that a COPY blocked on a full pipe wakes up and sees the interrupt.
-      reader.removeAllListeners('data');
-      reader.on('data', () => {});
+      onRead = () => true;
       reader.resume();
       if (started) {
         r.res.destroy();
@@ -108,33 +117,56 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
       } else finish({ kind: 'failed', code, message });
     }
 
-    // A pipe holds 64 KB, so the FIFO arrives in 64 KB reads. Writing each on its own framed an HTTP
-    // chunk and made a system call per read; gathered up to COALESCE_BYTES (or the end of this turn of
-    // the event loop, so the first byte never waits) they cost the main thread about a fifth less
-    // (docs/performance.md, session 7).
-    let gathered: Buffer[] = [];
-    let gatheredBytes = 0;
+    // A pipe holds 64 KB, so the FIFO arrives in 64 KB reads. Each is copied into one of GATHER_BUFFERS
+    // buffers of GATHER_BYTES, which is written to the response when full (or at the end of this turn of
+    // the event loop, so the first byte never waits) and reused once the socket has taken it. Writing each
+    // read as it came cost an HTTP chunk and a system call a read; allocating a buffer a read (as a
+    // socket's 'data' does) or a gathered copy cost garbage collection, about 90 ms of V8's threads per
+    // 70 MB export (docs/performance.md, session 7). A full set of buffers in flight pauses the reader.
+    const spare: Buffer[] = [];
+    let made = 0;
+    let current: Buffer | undefined;
+    let filled = 0;
+    let waitingForBuffer = false;
     let flushQueued = false;
+    /** Makes sure the next read has a buffer to land in; without one, pauses the reader until a write returns one. */
+    const haveBuffer = () => {
+      current ??= spare.pop() ?? (made < GATHER_BUFFERS ? (made++, Buffer.allocUnsafe(GATHER_BYTES)) : undefined);
+      if (current) return true;
+      waitingForBuffer = true;
+      reader.pause();
+      return false;
+    };
     const flush = () => {
       flushQueued = false;
-      if (gatheredBytes === 0 || stopped) return;
-      const out = gathered.length === 1 ? gathered[0]! : Buffer.concat(gathered, gatheredBytes);
-      gathered = [];
-      gatheredBytes = 0;
-      if (!r.res.write(out)) reader.pause();
+      if (!current || filled === 0 || stopped) return;
+      const buffer = current;
+      const length = filled;
+      current = undefined;
+      filled = 0;
+      r.res.write(buffer.subarray(0, length), () => {
+        spare.push(buffer);
+        if (waitingForBuffer && !stopped && haveBuffer()) {
+          waitingForBuffer = false;
+          reader.resume();
+        }
+      });
+      haveBuffer();
     };
-    reader.on('data', (chunk: Buffer) => {
+    onRead = (length, data) => {
       start();
-      bytes += chunk.length;
-      gathered.push(chunk);
-      gatheredBytes += chunk.length;
-      if (gatheredBytes >= COALESCE_BYTES) flush();
+      bytes += length;
+      // The reader runs only while `current` has room for a whole read: a buffer is flushed before less
+      // than a read is left, and the reader pauses while no buffer is free.
+      current!.set(data.subarray(0, length), filled);
+      filled += length;
+      if (GATHER_BYTES - filled < READ_BYTES) flush();
       else if (!flushQueued) { flushQueued = true; setImmediate(flush); }
-    });
-    r.res.on('drain', () => { if (!stopped) reader.resume(); });
+      return current !== undefined;
+    };
     reader.on('end', () => { flush(); eof = true; maybeComplete(); });
     reader.on('error', (e) => stop('error', `reading the export stream failed: ${e.message}`));
-    reader.resume();
+    if (haveBuffer()) reader.resume();
 
     // Gone while the FIFO was being made: its close event has passed, so the listener would never hear it.
     if (clientGone(r.res)) onClientGone();

@@ -1,6 +1,7 @@
 // interface §10: deadlines interrupt DuckDB for real, disconnects cancel, and an export that is cut off
 // never ends like a complete file. Workers must be free for the next query afterwards.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +176,31 @@ describe('exports cut off mid-stream', function () {
     expect(res.complete).to.equal(true);
     expect(bytes).to.be.above(1_000_000);
     expect(lastByte).to.equal(0x0a);
+  });
+
+  it('sends the same bytes to a client that reads slowly as to one that reads at once', async () => {
+    // The server gathers the FIFO's reads into a few buffers it reuses once the socket has taken them: a
+    // buffer reused too early would show here as bytes that differ between a fast and a slow reader.
+    const read = async (slow: boolean) => {
+      const res = await open();
+      const hash = createHash('sha256');
+      let lines = 0;
+      let sinceBreath = 0;
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+        sinceBreath += chunk.length;
+        // A pause now and then lets the pipe, the server's buffers and the socket fill up.
+        if (slow && sinceBreath > 512 * 1024) { sinceBreath = 0; await new Promise((r) => setTimeout(r, 20)); }
+      }
+      expect(res.complete).to.equal(true);
+      return { digest: hash.digest('hex'), lines };
+    };
+    const fast = await read(false);
+    const slow = await read(true);
+    expect(slow).to.deep.equal(fast);
+    const total = (await json(await h.explorer('?type=workspaces&page%5Bsize%5D=1'))).meta.pagination['total-count'] as number;
+    expect(fast.lines).to.equal(total + 1); // the header and one line per workspace
   });
 });
 
