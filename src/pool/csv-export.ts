@@ -18,7 +18,7 @@ import type { QueryPool } from './query-pool.js';
 import { clientGone } from './run-page.js';
 
 const run = promisify(execFile);
-/** What one read of the FIFO can bring: a pipe's capacity. */
+/** The most one read of the FIFO brings: the read buffer's size (a Linux pipe holds 64 KB). */
 const READ_BYTES = 64 * 1024;
 const GATHER_BYTES = 1 << 20;
 const GATHER_BUFFERS = 3;
