@@ -121,10 +121,6 @@ const SMALL_QUERY = '?type=workspaces';
 let distinct = 0;
 const smallFiltered = () => `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`;
 
-/** Responses per status code (autocannon counts them; its types do not say so). */
-const statusCounts = (r: autocannon.Result) =>
-  Object.fromEntries(Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}).map(([k, v]) => [k, v.count]));
-
 /** The server's CPU per answered request over the last measured run, in ms. */
 let lastCpuMs = Number.NaN;
 let serverPid = 0;
