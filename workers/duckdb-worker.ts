@@ -7,7 +7,9 @@ import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
-import { pageJson } from './page-json.js';
+import Piscina from 'piscina';
+import { pageLinks, pagination } from '../src/query/links.js';
+import { pageJson, pageRows } from './page-json.js';
 import { Slot, Slots } from './slots.js';
 import {
   MEMORY_REPORT_MS,
@@ -181,19 +183,21 @@ async function page(task: PageTask): Promise<PageResult> {
   return run(task, async (slot, state) => {
     const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, aliases)).getRows()[0]![0] as bigint);
     let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
-    let json = '[]';
-    let rows = 0;
+    let all: unknown[][] = [];
     if (total === undefined || task.offset < total) {
       checkNotStopped(state);
-      const all = (await slot.readAll(task.page.sql, task.page.params, aliases)).getRows();
-      // Serialized here, not in the main thread: structured-cloning row objects costs as much as the query.
-      json = pageJson(all, task);
-      rows = all.length;
+      all = await pageRows(await slot.run(task.page.sql, task.page.params, aliases), task.valueIndexes !== undefined);
       // No rows (nothing matches, or a page past the end) carry no total: only then is it counted apart.
       if (total === undefined) total = all.length > 0 ? Number(all[0]![all[0]!.length - 1] as bigint) : await count();
     }
-    // One byte array crosses to the main thread (a memcpy), not row objects (a deep structured clone).
-    return { ok: true, total, rows, body: new TextEncoder().encode(json), memory: await memoryReport(slot.connection) };
+    // The whole document is written here, not in the main thread: structured-cloning row objects cost as
+    // much as the query, and a second buffer there for the envelope made its collector run every few pages.
+    const { number, size, base, carried } = task.document;
+    const meta = pagination(number, size, total);
+    const body = pageJson(all, task, '{"data":', `,"links":${JSON.stringify(pageLinks(base, carried, meta))},"meta":${JSON.stringify({ pagination: meta })}}`);
+    const result = { ok: true as const, total, rows: all.length, body, memory: await memoryReport(slot.connection) };
+    // The body's ArrayBuffer (its own: Pieces.finish) moves to the main thread instead of being copied.
+    return Piscina.move({ [Piscina.transferableSymbol]: body.buffer, [Piscina.valueSymbol]: result }) as unknown as PageResult;
   });
 }
 

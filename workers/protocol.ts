@@ -47,6 +47,16 @@ export interface PageTask extends TaskBase {
   /** JSON:API row type and, per selected field, its JSON attribute name. */
   rowType: string;
   attributes: string[];
+  /** What the document's links and meta are made of (src/query/links.ts): the worker writes the whole document. */
+  document: PageDocument;
+}
+
+export interface PageDocument {
+  number: number;
+  size: number;
+  /** Scheme, host and path of the request; `carried`, the parameters its links repeat. */
+  base: string;
+  carried: [string, string][];
 }
 
 export interface ExportTask extends TaskBase {
@@ -83,6 +93,7 @@ export interface MemoryReport {
 export const MEMORY_REPORT_MS = 10_000;
 
 export type PageResult =
+  /** `body`: the whole JSON:API document, in an ArrayBuffer of its own that is transferred, not copied. */
   | { ok: true; total: number; rows: number; body: Uint8Array; memory?: MemoryReport }
   | { ok: false; code: FailureCode; message: string };
 

@@ -15,8 +15,17 @@ export class Slot {
 
   constructor(readonly connection: DuckDBConnection) {}
 
-  /** Runs `sql` with `params` bound; `aliases` name the attached snapshots the statement reads. */
+  /** Runs `sql` with `params` bound and reads every row; `aliases` name the attached snapshots the statement reads. */
   async readAll(sql: string, params: readonly unknown[], aliases: readonly string[]) {
+    return (await this.bound(sql, params, aliases)).runAndReadAll();
+  }
+
+  /** The same, as DuckDB's chunks: a page reads its row JSON from them as bytes (workers/page-json.ts). */
+  async run(sql: string, params: readonly unknown[], aliases: readonly string[]) {
+    return (await this.bound(sql, params, aliases)).run();
+  }
+
+  private async bound(sql: string, params: readonly unknown[], aliases: readonly string[]): Promise<DuckDBPreparedStatement> {
     let prepared = this.statements.get(sql);
     if (prepared) this.statements.delete(sql); // re-inserted below: Map order is the recency order
     else prepared = { statement: await this.connection.prepare(sql), aliases };
@@ -27,7 +36,7 @@ export class Slot {
       p.statement.destroySync();
     }
     prepared.statement.bind(params as DuckDBValue[]);
-    return prepared.statement.runAndReadAll();
+    return prepared.statement;
   }
 
   holds(alias: string): boolean {

@@ -224,7 +224,8 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
   const rowJson = target.rowJson === true;
   const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
-  const select = rowJson ? `SELECT "_id", ${ident(ROW_JSON_COLUMN)}` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
+  // The row JSON as a BLOB (encode() only retypes it): the worker copies its bytes to the page unread.
+  const select = rowJson ? `SELECT "_id", encode(${ident(ROW_JSON_COLUMN)})` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
   // Rows stored in the default order: a page in that order is a plain scan, which returns rows in stored
   // order (the workers keep preserve_insertion_order, as exports of stored lines do), so LIMIT ends the
   // scan at the page's last row: no sort, and no reading the organization whole, at any size.

@@ -16,6 +16,7 @@ const SLOW = { sql: 'SELECT sum(hash(range))::BIGINT FROM range(50000000000)', p
 const QUICK = { sql: 'SELECT 42::BIGINT', params: [] };
 const page = (count: typeof SLOW, deadline: number) => ({
   attach: [], count, page: QUICK, pageCountsTotal: false, offset: 1_000_000, rowType: 't', attributes: [], deadline,
+  document: { number: 1, size: 20, base: 'http://t/explorer', carried: [] },
 });
 
 

@@ -56,7 +56,7 @@ describe('a client gone before its query started', function () {
   it('does not run its page', async () => {
     const before = pool.tasksStarted;
     const error = await afterClientLeft((res) => runPage(pool, {
-      organization: 'acme', attach: [], offset: 0, rowType: 't', attributes: ['n'],
+      organization: 'acme', attach: [], offset: 0, rowType: 't', attributes: ['n'], document: { number: 1, size: 20, base: 'http://t/explorer', carried: [] },
       count: { sql: 'SELECT 1', params: [] }, page: { sql: 'SELECT 1 AS id, 1 AS n', params: [] }, pageCountsTotal: false,
       deadline: Date.now() + 20_000, timeoutMs: 20_000,
     }, res).then(() => null, (e: Error) => e));

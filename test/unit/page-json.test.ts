@@ -1,9 +1,19 @@
 // The row-JSON splitter and the page builder: any flat JSON array DuckDB writes splits back into its
-// elements, and a row read from the JSON array gives the same bytes as the same row read from columns.
+// elements, and a row read from the JSON array (as bytes, as the worker reads it) gives the same bytes as
+// the same row read from columns.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { openInstance } from '../../src/duckdb/open-instance.js';
-import { pageJson, splitJsonArray } from '../../workers/page-json.js';
+import { jsonArrayBounds, pageJson as pageBytes, type PageShape } from '../../workers/page-json.js';
+
+/** The page as text; a row's JSON array given as text is handed over as the bytes DuckDB's BLOB gives. */
+const pageJson = (rows: unknown[][], shape: PageShape) =>
+  pageBytes(shape.valueIndexes ? rows.map(([id, json, ...rest]) => [id, Buffer.from(json as string), ...rest]) : rows, shape).toString();
+const splitJsonArray = (text: string) => {
+  const bytes = Buffer.from(text);
+  const bounds = jsonArrayBounds(bytes);
+  return Array.from({ length: bounds.length / 2 }, (_, i) => bytes.toString('utf8', bounds[2 * i], bounds[2 * i + 1]));
+};
 
 const scalar = fc.oneof(fc.string({ unit: 'binary' }), fc.boolean(), fc.constant(null), fc.integer(), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }));
 const text = (v: unknown) => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v));

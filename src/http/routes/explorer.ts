@@ -7,7 +7,6 @@ import { streamExport } from '../../pool/csv-export.js';
 import type { QueryPool } from '../../pool/query-pool.js';
 import { clientClosed, overloaded, runPage } from '../../pool/run-page.js';
 import { compileQuery } from '../../query/compile.js';
-import { pageLinks, pagination } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -70,17 +69,12 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
       offset: (query.page.number - 1) * query.page.size,
       rowType: query.view.rowType,
       attributes: query.fields.map((f) => f.attribute),
+      document: { number: query.page.number, size: query.page.size, base, carried },
       deadline: Date.now() + deps.config.queryTimeoutMs,
       timeoutMs: deps.config.queryTimeoutMs,
     }, ctx.res);
     metered.seconds = (performance.now() - started) / 1000;
-    const meta = pagination(query.page.number, query.page.size, result.total);
-    const links = pageLinks(base, carried, meta);
-    const body = Buffer.concat([
-      Buffer.from('{"data":'),
-      result.body,
-      Buffer.from(`,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: meta })}}`),
-    ]);
+    const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength);
     metered.bytes = body.length;
     return { body, rows: result.rows };
   });
