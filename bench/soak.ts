@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
+import { isHeldFifo } from '../src/pool/fifos.js';
 import { loadSnapshot } from '../src/snapshots/load.js';
 import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
 import { writeSample } from '../src/snapshots/sample.js';
@@ -32,9 +33,9 @@ async function main(): Promise<void> {
 
   const { url, child } = await startServerProcess({ DATA_DIR: DIR, RATE_LIMIT_MAX: '100000000', METRICS_PUBLIC: '1' });
   const pid = child.pid!;
-  // The server's export FIFOs live in tmpdir/explorer-<pid>-<pool>.
+  // The server's export FIFOs live in tmpdir/explorer-<pid>-<pool>; those held by an export are counted.
   const fifos = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`explorer-${pid}-`))
-    .reduce((n, d) => n + (existsSync(join(tmpdir(), d)) ? readdirSync(join(tmpdir(), d)).length : 0), 0);
+    .reduce((n, d) => n + (existsSync(join(tmpdir(), d)) ? readdirSync(join(tmpdir(), d)).filter(isHeldFifo).length : 0), 0);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
   const pages = [
     '?type=workspaces', '?type=workspaces&sort=-workspace_updated_at&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api',

@@ -6,18 +6,14 @@
 // COPY that is blocked on a slow client, the reader switches to draining (discarding) while the worker
 // interrupts DuckDB. The response ends only when both the COPY succeeded and the FIFO reached EOF;
 // otherwise it is destroyed, so the client sees a broken transfer and never a short file that looks whole.
-import { execFile } from 'node:child_process';
-import { constants, mkdirSync, openSync, promises as fs } from 'node:fs';
+import { constants, openSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Attachment, ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
 import { PoolOverloadedError } from './admission.js';
 import type { QueryPool } from './query-pool.js';
 import { clientGone } from './run-page.js';
 
-const run = promisify(execFile);
 /** The most one read of the FIFO brings: the read buffer's size (a Linux pipe holds 64 KB). */
 const READ_BYTES = 64 * 1024;
 const GATHER_BYTES = 1 << 20;
@@ -49,10 +45,8 @@ export interface ExportRequest {
 
 export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
   if (clientGone(r.res)) return { kind: 'failed', code: 'cancelled', message: 'client disconnected' };
-  mkdirSync(r.pool.fifoDirectory, { recursive: true });
   const id = r.pool.newTaskId();
-  const fifo = join(r.pool.fifoDirectory, `${id}.csv`);
-  await run('mkfifo', ['-m', '600', fifo]);
+  const fifo = await r.pool.fifos.take(id);
   // Every read lands in one reused buffer (`onread`), so reading allocates nothing per read; see gather below.
   let onRead: (length: number, data: Uint8Array) => boolean = () => true;
   // @types/node lists `onread` for sockets that connect only; Node takes it for any socket.
@@ -70,6 +64,8 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     let result: ExportResult | undefined;
     let stopped: { code: FailureCode; message: string } | undefined;
     let settled = false;
+    /** Whether the task ended in a known state, its COPY returned or never started: only then is the FIFO reused. */
+    let writerDone = true;
 
     const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, lines: r.lines, fifo });
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
@@ -174,20 +170,21 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     task.then(
       (res) => { result = res; if (!res.ok) stop(res.code, res.message); else maybeComplete(); },
       (e: Error) => {
+        writerDone = e instanceof PoolOverloadedError;
         if (!started && e instanceof PoolOverloadedError) {
           stopped = { code: 'error', message: e.message };
           finish({ kind: 'overloaded', retryAfterSeconds: e.retryAfterSeconds });
         } else stop('error', e.message);
       },
     ).finally(async () => {
-      // Only now is it safe to close the read end and remove the FIFO (see the note at the top). After a
+      // Only now is it safe to close the read end and give the FIFO back (see the note at the top). After a
       // successful COPY the writer has closed, but the reader may not have consumed its end of file yet:
       // wait for it, or the response would never end.
       if (!eof && !stopped && !reader.destroyed) {
         await new Promise<void>((done) => { reader.once('end', done); reader.once('close', done); reader.once('error', () => done()); });
       }
       reader.destroy();
-      await fs.unlink(fifo).catch(() => {});
+      await (writerDone ? r.pool.fifos.give(fifo) : r.pool.fifos.discard(fifo));
     });
   });
 }

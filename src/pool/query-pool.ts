@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { Admission, WithdrawnError, type Kind } from './admission.js';
+import { Fifos } from './fifos.js';
 import type {
   ControlMessage, ExportResult, ExportTask, MemoryReport, PageResult, PageTask, RowsResult, RowsTask, Task, WorkerConfig,
 } from '../../workers/protocol.js';
@@ -40,8 +41,8 @@ export class QueryPool {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closing = new Set<() => void>();
   private readonly admission: Admission;
-  /** Where this pool's export FIFOs live; one directory per pool, removed when it closes. */
-  readonly fifoDirectory: string;
+  /** This pool's export FIFOs, in a directory of their own that is removed when the pool closes. */
+  readonly fifos: Fifos;
   private closed = false;
   private started = 0;
   private readonly memory = new Map<number, Omit<MemoryReport, 'worker'>>();
@@ -50,7 +51,8 @@ export class QueryPool {
   constructor(opts: PoolOptions) {
     mkdirSync(opts.tempDirectory, { recursive: true });
     const name = `explorer-pool-${randomUUID()}`;
-    this.fifoDirectory = join(tmpdir(), `explorer-${process.pid}-${name.slice(-8)}`);
+    this.fifos = new Fifos(join(tmpdir(), `explorer-${process.pid}-${name.slice(-8)}`));
+    this.fifos.warm();
     const workerData: WorkerConfig = {
       channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, tempDirectory: opts.tempDirectory,
       attachedMax: opts.attachedMax ?? 2,
@@ -159,7 +161,7 @@ export class QueryPool {
     this.channelClosed = true;
     this.channel.close();
     await this.piscina.destroy();
-    await rm(this.fifoDirectory, { recursive: true, force: true });
+    await rm(this.fifos.directory, { recursive: true, force: true });
   }
 
   private async admitted<R extends PageResult | ExportResult | RowsResult>(id: string, key: string, kind: Kind, task: Task): Promise<R> {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { QueryPool } from '../../src/pool/query-pool.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import type { PageResult } from '../../workers/protocol.js';
+import { isHeldFifo } from '../../src/pool/fifos.js';
 import { cpuShare } from '../helpers/cpu.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 
@@ -161,7 +162,8 @@ describe('exports cut off mid-stream', function () {
     }
     const { readdirSync, existsSync } = await import('node:fs');
     const fifoDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`explorer-${process.pid}-`)).map((n) => join(tmpdir(), n));
-    await waitForCondition(() => fifoDirs().every((d) => !existsSync(d) || readdirSync(d).length === 0));
+    // Every FIFO is given back: none is still held (named after its export's task).
+    await waitForCondition(() => fifoDirs().every((d) => !existsSync(d) || readdirSync(d).filter(isHeldFifo).length === 0));
     expect((await h.explorer('?type=workspaces&page%5Bsize%5D=1')).status).to.equal(200);
   });
 
