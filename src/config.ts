@@ -62,7 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engine,
     queryTimeoutMs: int(env, 'QUERY_TIMEOUT_MS', 60_000, 1),
     poolWorkers: int(env, 'POOL_WORKERS', Math.max(2, cores), 1),
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 2, 1),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 3, 1),
     duckdbThreads: int(env, 'DUCKDB_THREADS', 1, 1),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
     loadMemoryLimit: env.LOAD_MEMORY_LIMIT || '2GB',

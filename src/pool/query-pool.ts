@@ -71,8 +71,11 @@ export class QueryPool {
     const slots = opts.workers * opts.concurrencyPerWorker;
     this.admission = new Admission({
       slots,
-      // A stalled client keeps its export's worker slot until the deadline; never let exports take them all.
-      exportSlots: opts.exportConcurrency ?? Math.max(1, Math.floor(slots / 2)),
+      // One export per worker by default. An export holds its slot for seconds, mostly waiting for its
+      // client, so the other slots are for pages: with 3 a worker, the largest organization's pages under
+      // make bench E waited p50 43-59 ms instead of 373-384 (docs/performance.md, session 8). A stalled
+      // client keeps its export's slot until the deadline; exports never take them all.
+      exportSlots: opts.exportConcurrency ?? Math.max(1, Math.min(opts.workers, slots - 1)),
       maxQueued: opts.maxQueue,
       maxWaitMs: opts.maxWaitMs ?? 5_000,
       maxExportWaitMs: opts.maxExportWaitMs,

@@ -1,6 +1,6 @@
 // The libuv threadpool under stalled exports. Every running DuckDB call holds one libuv thread (node-api
 // async work) and the pool is process-wide; this test process runs with libuv's default of 4 threads, as
-// many as the harness's query slots. Stalled exports are capped (half the slots), so file-system work and
+// many as the harness's query slots. Stalled exports are capped (one a worker: half the harness's slots), so file-system work and
 // pages still find threads; the probe below is what would stall if they did not.
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
