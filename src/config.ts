@@ -17,6 +17,8 @@ export interface Config {
   workerConcurrency: number;
   duckdbThreads: number;
   duckdbMemoryLimit: string;
+  /** DuckDB's memory limit per worker for exports of stored lines (workers/engine.ts). */
+  exportMemoryLimit: string;
   /** DuckDB's memory limit while loading a snapshot (sorts past it spill to the snapshot's temporary directory). */
   loadMemoryLimit: string;
   poolMaxQueue: number;
@@ -65,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 3, 1),
     duckdbThreads: int(env, 'DUCKDB_THREADS', 1, 1),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '1GB',
+    exportMemoryLimit: env.EXPORT_MEMORY_LIMIT || '32MB',
     loadMemoryLimit: env.LOAD_MEMORY_LIMIT || '2GB',
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 512, 1),
     poolMaxWaitMs: int(env, 'POOL_MAX_WAIT_MS', 5_000, 1),

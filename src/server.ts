@@ -35,6 +35,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     concurrencyPerWorker: config.workerConcurrency,
     threads: config.duckdbThreads,
     memoryLimit: config.duckdbMemoryLimit,
+    exportMemoryLimit: config.exportMemoryLimit,
     tempDirectory: join(config.dataDir, 'tmp', 'duckdb'),
     maxQueue: config.poolMaxQueue,
     maxWaitMs: config.poolMaxWaitMs,

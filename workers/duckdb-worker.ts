@@ -1,16 +1,15 @@
-// One DuckDB instance per worker thread; a kept connection per concurrent task, with its prepared
-// statements (slots.ts).
+// Two DuckDB instances per worker thread (engine.ts: one for pages, a small one for exports of stored
+// lines); a kept connection per concurrent task, with its prepared statements (slots.ts).
 // A running query is only ever stopped with connection.interrupt() (deadline timer here, or a cancel
 // message from the main thread): terminating a worker mid-query takes the whole process down.
-import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
-import { existsSync } from 'node:fs';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { openServingInstance } from '../src/duckdb/open-instance.js';
 import Piscina from 'piscina';
 import { pageLinks, pagination } from '../src/query/links.js';
 import { pageJson, pageRows } from './page-json.js';
-import { Slot, Slots } from './slots.js';
+import { Engine, type Attached } from './engine.js';
+import type { Slot } from './slots.js';
 import {
   MEMORY_REPORT_MS,
   type Attachment, type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport,
@@ -18,20 +17,20 @@ import {
 } from './protocol.js';
 
 const config = workerData as WorkerConfig;
-let instance: Promise<DuckDBInstance> | undefined;
-
-function database(): Promise<DuckDBInstance> {
-  instance ??= openServingInstance({
-    threads: String(config.threads),
-    memory_limit: config.memoryLimit,
-    temp_directory: config.tempDirectory,
-    autoinstall_known_extensions: 'false',
-  });
-  instance.catch(() => { instance = undefined; }); // a failed start is retried by the next task
-  return instance;
-}
-
-const slots = new Slots();
+const settings = {
+  threads: String(config.threads),
+  memory_limit: config.memoryLimit,
+  temp_directory: config.tempDirectory,
+  autoinstall_known_extensions: 'false',
+};
+/** Pages, history and exports that sort: the instance whose buffer pool keeps what pages read warm. */
+const pages = new Engine(settings, config.attachedMax);
+/**
+ * Exports of stored lines: a scan in stored order that needs no memory of its own. In the pages' instance
+ * its blocks filled the buffer pool (RSS +514 MB after the largest organization's 592 MB resources export,
+ * docs/performance.md, session 8); here a small limit evicts them as the scan moves on.
+ */
+const lineExports = new Engine({ ...settings, memory_limit: config.exportMemoryLimit }, config.attachedMax);
 
 interface Running {
   connection: DuckDBConnection;
@@ -65,71 +64,21 @@ channel.onmessage = (event) => {
 };
 channel.unref();
 
-// Snapshot databases attached to this worker's instance (instance-wide: every connection sees them).
-// Attached once per snapshot, serialized; detached when idle and no longer among the most recently
-// attached `attachedMax` (history reads up to SNAPSHOT_KEEP of them at once; pages read one).
-interface Attached { ready: Promise<void>; running: number; order: number; path: string }
-const attached = new Map<string, Attached>();
-let attachOrder = 0;
-
-async function attach(db: DuckDBInstance, target: Attachment): Promise<Attached> {
-  let entry = attached.get(target.alias);
-  if (!entry) {
-    const ready = (async () => {
-      const setup = await db.connect();
-      try {
-        await setup.run(`ATTACH '${target.path.replace(/'/g, "''")}' AS "${target.alias}" (READ_ONLY)`);
-      } finally {
-        setup.closeSync();
-      }
-    })();
-    entry = { ready, running: 0, order: ++attachOrder, path: target.path };
-    attached.set(target.alias, entry);
-    ready.catch(() => attached.delete(target.alias));
-    // Awaited by the task that attaches, never left running on its own: the pool waits for its tasks
-    // before it stops the workers, and a thread stopped during a DETACH takes the process down.
-    await detachStale(db);
-  }
-  await entry.ready;
-  return entry;
-}
-
-async function detachStale(db: DuckDBInstance): Promise<void> {
-  const newest = [...attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, config.attachedMax).map(([alias]) => alias);
-  for (const [alias, entry] of attached) {
-    // Prepared statements must never outlive the database they read: a running task's are dropped when it
-    // ends, and the snapshot is detached at a later attach. A file removed since (retention, compaction)
-    // goes at once: its disk space is freed only when the last handle on it closes.
-    const removed = !existsSync(entry.path);
-    if ((newest.includes(alias) && !removed) || entry.running > 0 || !slots.releasable(alias)) continue;
-    attached.delete(alias);
-    const setup = await db.connect();
-    try {
-      await entry.ready;
-      await setup.run(`DETACH "${alias}"`);
-    } catch {
-      // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
-    } finally {
-      setup.closeSync();
-    }
-  }
-}
-
-async function run<T>(task: Task, body: (slot: Slot, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
+async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
   const cancelled = early.get(task.id);
   if (cancelled) {
     early.delete(task.id);
     return { ok: false, code: cancelled.reason, message: 'cancelled before it started' };
   }
   if (Date.now() >= task.deadline) return { ok: false, code: 'timeout', message: 'deadline passed while queued' };
-  const db = await database();
+  const db = await engine.database();
   const snapshots: Attached[] = [];
   try {
-    for (const target of task.attach) snapshots.push(await attach(db, target));
+    for (const target of task.attach) snapshots.push(await engine.attach(target));
   } catch (e) {
     return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
   }
-  const slot = await slots.take(db);
+  const slot = await engine.slots.take(db);
   // Counted only once the task holds a connection, so that a failed connect cannot pin the snapshot.
   for (const snapshot of snapshots) snapshot.running++;
   const state: Running = { connection: slot.connection };
@@ -146,7 +95,7 @@ async function run<T>(task: Task, body: (slot: Slot, state: Running) => Promise<
     clearTimeout(timer);
     if (state.repeat) clearInterval(state.repeat);
     running.delete(task.id);
-    slots.give(slot, !failed && !state.reason);
+    engine.slots.give(slot, !failed && !state.reason);
     for (const snapshot of snapshots) snapshot.running--;
   }
 }
@@ -180,7 +129,7 @@ const aliasesOf = (task: Task) => task.attach.map((a) => a.alias);
 
 async function page(task: PageTask): Promise<PageResult> {
   const aliases = aliasesOf(task);
-  return run(task, async (slot, state) => {
+  return run(task, pages, async (slot, state) => {
     const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, aliases)).getRows()[0]![0] as bigint);
     let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
     let all: unknown[][] = [];
@@ -202,7 +151,7 @@ async function page(task: PageTask): Promise<PageResult> {
 }
 
 async function exportCsv(task: ExportTask): Promise<ExportResult> {
-  return run(task, async ({ connection }) => {
+  return run(task, task.lines ? lineExports : pages, async ({ connection }) => {
     const target = `'${task.fifo.replace(/'/g, "''")}'`;
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
     // Stored lines are quoted already: QUOTE '' and ESCAPE '' write each as it is, with its line feed.
@@ -215,7 +164,7 @@ async function exportCsv(task: ExportTask): Promise<ExportResult> {
 
 async function rows(task: RowsTask): Promise<RowsResult> {
   const aliases = aliasesOf(task);
-  return run(task, async (slot, state) => {
+  return run(task, pages, async (slot, state) => {
     const results: unknown[][][] = [];
     for (const statement of task.statements) {
       checkNotStopped(state);

@@ -13,6 +13,8 @@ export interface WorkerConfig {
   channel: string;
   threads: number;
   memoryLimit: string;
+  /** The memory limit of the instance that runs exports of stored lines (engine.ts). */
+  exportMemoryLimit: string;
   tempDirectory: string;
   /** Snapshot databases a worker keeps attached when idle (history reads several at once). */
   attachedMax: number;

@@ -19,6 +19,8 @@ export interface PoolOptions {
   concurrencyPerWorker: number;
   threads: number;
   memoryLimit: string;
+  /** DuckDB's memory limit for exports of stored lines, apart from the pages' (default 32MB). */
+  exportMemoryLimit?: string;
   tempDirectory: string;
   /** Requests that may wait for a slot; more are refused at once. */
   maxQueue: number;
@@ -54,7 +56,7 @@ export class QueryPool {
     this.fifos = new Fifos(join(tmpdir(), `explorer-${process.pid}-${name.slice(-8)}`));
     this.fifos.warm();
     const workerData: WorkerConfig = {
-      channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, tempDirectory: opts.tempDirectory,
+      channel: name, threads: opts.threads, memoryLimit: opts.memoryLimit, exportMemoryLimit: opts.exportMemoryLimit ?? '32MB', tempDirectory: opts.tempDirectory,
       attachedMax: opts.attachedMax ?? 2,
     };
     this.piscina = new Piscina({

@@ -1,0 +1,70 @@
+// One DuckDB instance of a worker, the snapshot databases it has attached, and its kept connections.
+// Snapshots are attached once per instance, serialized, and detached when idle and no longer among the
+// `attachedMax` most recently attached (history reads up to SNAPSHOT_KEEP of them at once; pages read one).
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
+import { openServingInstance } from '../src/duckdb/open-instance.js';
+import type { Attachment } from './protocol.js';
+import { Slots } from './slots.js';
+
+export interface Attached { ready: Promise<void>; running: number; order: number; path: string }
+
+export class Engine {
+  readonly slots = new Slots();
+  private instance: Promise<DuckDBInstance> | undefined;
+  private readonly attached = new Map<string, Attached>();
+  private attachOrder = 0;
+
+  constructor(private readonly settings: Record<string, string>, private readonly attachedMax: number) {}
+
+  /** The instance, opened on first use; a failed start is retried by the next task. */
+  database(): Promise<DuckDBInstance> {
+    const instance = this.instance ??= openServingInstance(this.settings);
+    instance.catch(() => { if (this.instance === instance) this.instance = undefined; });
+    return instance;
+  }
+
+  async attach(target: Attachment): Promise<Attached> {
+    const db = await this.database();
+    let entry = this.attached.get(target.alias);
+    if (!entry) {
+      const ready = (async () => {
+        const setup = await db.connect();
+        try {
+          await setup.run(`ATTACH '${target.path.replace(/'/g, "''")}' AS "${target.alias}" (READ_ONLY)`);
+        } finally {
+          setup.closeSync();
+        }
+      })();
+      entry = { ready, running: 0, order: ++this.attachOrder, path: target.path };
+      this.attached.set(target.alias, entry);
+      ready.catch(() => this.attached.delete(target.alias));
+      // Awaited by the task that attaches, never left running on its own: the pool waits for its tasks
+      // before it stops the workers, and a thread stopped during a DETACH takes the process down.
+      await this.detachStale(db);
+    }
+    await entry.ready;
+    return entry;
+  }
+
+  private async detachStale(db: DuckDBInstance): Promise<void> {
+    const newest = [...this.attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, this.attachedMax).map(([alias]) => alias);
+    for (const [alias, entry] of this.attached) {
+      // Prepared statements must never outlive the database they read: a running task's are dropped when it
+      // ends, and the snapshot is detached at a later attach. A file removed since (retention, compaction)
+      // goes at once: its disk space is freed only when the last handle on it closes.
+      const removed = !existsSync(entry.path);
+      if ((newest.includes(alias) && !removed) || entry.running > 0 || !this.slots.releasable(alias)) continue;
+      this.attached.delete(alias);
+      const setup = await db.connect();
+      try {
+        await entry.ready;
+        await setup.run(`DETACH "${alias}"`);
+      } catch {
+        // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
+      } finally {
+        setup.closeSync();
+      }
+    }
+  }
+}
