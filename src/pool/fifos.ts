@@ -13,14 +13,20 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** FIFOs made at a time: more than the exports that can run at once on a default pool. */
-const BATCH = 16;
+/**
+ * FIFOs made by the first `mkfifo`: more than the exports that run at once on a default pool. Exports that
+ * wait for a slot hold theirs too, so a long queue may need more: each later batch is as large as all made
+ * before, so that the forks stay few however long the queue grows.
+ */
+const FIRST_BATCH = 16;
 
 export const isHeldFifo = (name: string) => name.endsWith('.csv');
 
 export class Fifos {
   private readonly spare: string[] = [];
-  private made = 0;
+  /** FIFOs that exist, spare or held. */
+  private count = 0;
+  private names = 0;
   private making: Promise<void> | undefined;
 
   constructor(readonly directory: string) {}
@@ -60,17 +66,19 @@ export class Fifos {
 
   /** Removed instead of reused: a writer may still hold it. */
   async discard(path: string): Promise<void> {
+    this.count--;
     await fs.unlink(path).catch(() => {});
   }
 
   private async make(): Promise<void> {
     mkdirSync(this.directory, { recursive: true });
-    const names = Array.from({ length: BATCH }, () => this.spareName());
+    const names = Array.from({ length: Math.max(FIRST_BATCH, this.count) }, () => this.spareName());
     await run('mkfifo', ['-m', '600', ...names]);
+    this.count += names.length;
     this.spare.push(...names);
   }
 
   private spareName(): string {
-    return join(this.directory, `spare-${++this.made}.fifo`);
+    return join(this.directory, `spare-${++this.names}.fifo`);
   }
 }
