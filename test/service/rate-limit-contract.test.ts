@@ -57,16 +57,18 @@ function setup(title: string, redis: boolean, instances: 1 | 2) {
     const burst = (tokens: string[], n: number) => Promise.all(Array.from({ length: n }, (_, i) => send(tokens[i % tokens.length]!, i)));
     const passed = (answers: Answer[]) => answers.filter((a) => a.status === 200).length;
 
-    it(`a burst of 25 from an idle context: exactly ${MAX} pass, and every reset names the window's end within 50 ms`, async () => {
+    it(`a burst of 25 from an idle context: exactly ${MAX} pass, and every reset names the window's end`, async () => {
       const answers = await burst([h.tokens.owners], 25);
       expect(passed(answers)).to.equal(MAX);
       expect(answers.filter((a) => a.status === 429)).to.have.length(25 - MAX);
       // The window opened while the burst's first request was on its way: its end lies in this interval.
+      // Each reset was computed between the request's sending and its answer's arrival, so the window's end
+      // lies between sent + reset and received + reset: no allowance for how late the answer is read (on a
+      // busy machine that is more than any fixed one), 2 ms for millisecond rounding.
       const opened = { earliest: Math.min(...answers.map((a) => a.sent)), latest: Math.min(...answers.map((a) => a.received)) };
       for (const a of answers) {
-        const end = a.received + a.reset * 1000;
-        expect(end, `reset ${a.reset} s`).to.be.at.least(opened.earliest + WINDOW_MS - 1);
-        if (a.status === 429) expect(end, `reset ${a.reset} s`).to.be.at.most(opened.latest + WINDOW_MS + 50);
+        expect(a.received + a.reset * 1000, `reset ${a.reset} s`).to.be.at.least(opened.earliest + WINDOW_MS - 2);
+        if (a.status === 429) expect(a.sent + a.reset * 1000, `reset ${a.reset} s`).to.be.at.most(opened.latest + WINDOW_MS + 2);
         expect(a.reset).to.be.within(0, WINDOW_MS / 1000);
       }
       for (const a of answers.filter((x) => x.status === 429)) {

@@ -35,11 +35,13 @@ export function rateLimit(opts: RateLimitOptions): Middleware<RequestState> {
       }
       return next();
     }
-    // Seconds until the window closes, to the millisecond: a client that waits this long gets through.
-    const reset = Math.max(0, hit.resetMs) / 1000;
+    // Seconds until the window closes, to the millisecond, rounded up: a client that waits this long gets
+    // through. Never more than the window: a window just opened is `windowMs` away, and the float error of
+    // (now + window) - now rounded up made it 1.501 s of a 1.5 s window.
+    const reset = Math.min(opts.windowMs, Math.ceil(Math.max(0, hit.resetMs))) / 1000;
     ctx.set('X-RateLimit-Limit', String(opts.max));
     ctx.set('X-RateLimit-Remaining', String(Math.max(0, opts.max - hit.count)));
-    ctx.set('X-RateLimit-Reset', String(Math.ceil(reset * 1000) / 1000));
+    ctx.set('X-RateLimit-Reset', String(reset));
     if (hit.count <= opts.max) return next();
     const retry = Math.max(1, Math.ceil(reset));
     sendError(ctx, new ApiError(429, 'too many requests',
