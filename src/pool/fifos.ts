@@ -33,12 +33,12 @@ export class Fifos {
 
   /** Makes the first batch now, while the process is small: the one fork costs least before the caches fill. */
   warm(): void {
-    if (this.spare.length === 0) (this.making ??= this.make().finally(() => { this.making = undefined; })).catch(() => {});
+    if (this.spare.length === 0) this.batch().catch(() => {});
   }
 
   /** A FIFO for task `id`'s export, for it alone until give() or discard(). */
   async take(id: string): Promise<string> {
-    while (this.spare.length === 0) await (this.making ??= this.make().finally(() => { this.making = undefined; }));
+    while (this.spare.length === 0) await this.batch();
     const path = join(this.directory, `${id}.csv`);
     const spare = this.spare.pop()!;
     try {
@@ -68,6 +68,11 @@ export class Fifos {
   async discard(path: string): Promise<void> {
     this.count--;
     await fs.unlink(path).catch(() => {});
+  }
+
+  /** The batch being made, or a new one: callers that find no spare share one mkfifo. */
+  private batch(): Promise<void> {
+    return this.making ??= this.make().finally(() => { this.making = undefined; });
   }
 
   private async make(): Promise<void> {
