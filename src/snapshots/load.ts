@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { versionKey } from '../catalog/version-order.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { openInstance } from '../duckdb/open-instance.js';
-import type { ValidationResult } from './source-validator.js';
+import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
 import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
@@ -62,8 +62,22 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     if (length < 1 || length > 255) throw new SourceInvalidError([`--label: must be 1 to 255 characters, not ${length}`], 1);
   }
 
-  const validation = await validateInWorker(source, (file, lines) => progress(`validating ${file}: ${lines.toLocaleString('en')} lines`));
-  if (validation.errorCount > 0) throw new SourceInvalidError(validation.errors, validation.errorCount);
+  // Validation (a worker thread, one core) and the build (DuckDB) run side by side: the build reads the
+  // files as they are validated, into a directory that becomes a snapshot only once validation has passed.
+  // When validation fails, the build is interrupted and removed, and the validation's problems are what
+  // the load reports, whatever the build made of the same bad lines.
+  let checking = '';
+  let building = '';
+  const show = () => progress([checking, building].filter(Boolean).join(' · '));
+  const validating = validateInWorker(source, (file, lines) => { checking = `validating ${file}: ${lines.toLocaleString('en')} lines`; show(); })
+    .finally(() => { checking = ''; });
+  const failed = new AbortController();
+  const validated = validating.then((v) => {
+    if (v.errorCount > 0) throw new SourceInvalidError(v.errors, v.errorCount);
+    return v;
+  }).catch((e: Error) => { failed.abort(); throw e; });
+  // Settled here so that a failed validation is not an unhandled rejection while the build still runs.
+  validated.catch(() => {});
 
   const root = snapshotsDir(opts.dataDir);
   // The id is stamped when the snapshot is made current, not now: id order is then load order.
@@ -71,7 +85,10 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
     const views = viewStatements();
-    const { rows, organizationRows, organizationKeys } = await buildViewFiles(validation, views, tmp, opts, progress);
+    const built = await buildViewFiles(sourceFiles(source), views, tmp, opts, (m) => { building = m; show(); }, failed.signal)
+      .catch(async (e: Error) => { await validated; throw e; });
+    const validation = await validated;
+    const { rows, organizationRows, organizationKeys } = built;
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
@@ -132,7 +149,8 @@ async function organizationRanges(db: DuckDBConnection, workspaces: number): Pro
   return ranges;
 }
 
-async function buildViewFiles(validation: ValidationResult, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions, progress: (m: string) => void) {
+async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions,
+  progress: (m: string) => void, cancelled: AbortSignal) {
   const instance = await openInstance(':memory:', {
     threads: String(opts.threads ?? 2),
     memory_limit: opts.memoryLimit ?? '3GB',
@@ -140,11 +158,14 @@ async function buildViewFiles(validation: ValidationResult, views: ReturnType<ty
     preserve_insertion_order: 'false',
   });
   const db = await instance.connect();
+  const interrupt = () => db.interrupt();
+  cancelled.addEventListener('abort', interrupt);
   // Tracked, not printed: the loader reports it itself (a big view's sort and write take minutes).
   await db.run('SET enable_progress_bar = true');
   await db.run('SET enable_progress_bar_print = false');
   /** Runs one long statement, reporting DuckDB's own estimate of how far it is, every second. */
   const step = async (label: string, sql: string) => {
+    cancelled.throwIfAborted();
     progress(label);
     const started = performance.now();
     const ticker = setInterval(() => {
@@ -160,10 +181,13 @@ async function buildViewFiles(validation: ValidationResult, views: ReturnType<ty
   };
   try {
     progress('reading the source into DuckDB');
-    for (const sql of stagingStatements(validation.files)) await db.run(sql);
+    for (const sql of stagingStatements(files)) {
+      cancelled.throwIfAborted();
+      await db.run(sql);
+    }
     progress('computing version order keys');
     const appender = await db.createAppender('version_keys');
-    for (const v of validation.versions) {
+    for (const [v] of (await db.runAndReadAll('SELECT v FROM versions_seen')).getRows() as [string][]) {
       appender.appendVarchar(v);
       const key = versionKey(v);
       if (key === null) appender.appendNull(); else appender.appendVarchar(key);
@@ -205,6 +229,7 @@ async function buildViewFiles(validation: ValidationResult, views: ReturnType<ty
     await db.run('DETACH snapshot_out');
     return { rows, organizationRows, organizationKeys };
   } finally {
+    cancelled.removeEventListener('abort', interrupt);
     db.closeSync();
     instance.closeSync();
   }

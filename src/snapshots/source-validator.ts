@@ -28,8 +28,20 @@ export interface ValidationResult {
   files: Partial<Record<SourceFile, string>>;
   counts: Record<SourceFile, number>;
   access: AccessData;
-  /** Every distinct version string of every key that holds one: the loader computes their order keys (interface §5). */
-  versions: string[];
+}
+
+/**
+ * Each source file present in `dir`, plain or gzip-compressed (`<file>.ndjson` first). The loader reads
+ * these while they are validated, so both must agree on which file is which.
+ */
+export function sourceFiles(dir: string): Partial<Record<SourceFile, string>> {
+  const files: Partial<Record<SourceFile, string>> = {};
+  for (const file of SOURCE_FILES) {
+    const plain = join(dir, `${file}.ndjson`);
+    const path = existsSync(plain) ? plain : existsSync(`${plain}.gz`) ? `${plain}.gz` : undefined;
+    if (path) files[file] = path;
+  }
+  return files;
 }
 
 const MAX_REPORTED = 100;
@@ -107,7 +119,7 @@ function object(r: Json, key: string): Json | null {
 export async function validateSource(dir: string, onProgress?: (file: string, lines: number) => void): Promise<ValidationResult> {
   const errors: string[] = [];
   let errorCount = 0;
-  const files: Partial<Record<SourceFile, string>> = {};
+  const files = sourceFiles(dir);
   const counts = Object.fromEntries(SOURCE_FILES.map((f) => [f, 0])) as Record<SourceFile, number>;
 
   const orgs = new Set<string>();
@@ -120,8 +132,8 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   const qualifyingTeams: Record<string, string[]> = {};
   const userOrgs: Record<string, Set<string>> = {};
   const addresses = new AddressSet();
-  const versions = new Set<string>();
-  const version = (r: Json, key: string, required = false) => { const v = str(r, key, required); if (v !== null) versions.add(v); };
+  // The loader collects the distinct versions for their order keys itself (staging.ts): here they are only checked.
+  const version = (r: Json, key: string, required = false) => { str(r, key, required); };
 
   const rules: Record<SourceFile, (r: Json) => void> = {
     organizations(r) {
@@ -232,13 +244,11 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   };
   const labelOf = (path: string) => path.slice(dir.length).replace(/^\//, '');
   for (const file of SOURCE_FILES) {
-    const plain = join(dir, `${file}.ndjson`);
-    const path = existsSync(plain) ? plain : existsSync(`${plain}.gz`) ? `${plain}.gz` : undefined;
+    const path = files[file];
     if (!path) {
       if (file === 'organizations') { errors.push(`${file}.ndjson: the file is required`); errorCount++; }
       continue;
     }
-    files[file] = path;
     const label = labelOf(path);
     await eachLine(path, label, report, (line, lineNo) => {
       try {
@@ -270,7 +280,7 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   }
   const sorted = (r: Record<string, string[]>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, [...v].sort()]));
   return {
-    errors, errorCount, files, counts, versions: [...versions].sort(),
+    errors, errorCount, files, counts,
     access: {
       organizations: [...orgs].sort(),
       qualifyingTeams: sorted(qualifyingTeams),

@@ -81,6 +81,13 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
      FROM ${raw('workspace_resources', files.workspace_resources)}`,
     ...list('ws_providers', 'src_providers'),
     ...list('ws_modules', 'src_modules'),
+    // Every distinct version of every column that holds one: the loader computes their order keys
+    // (interface §5) into version_keys, which the views join.
+    `CREATE TABLE versions_seen AS SELECT DISTINCT v FROM (
+       SELECT engine_version FROM src_workspaces UNION ALL SELECT state_version_engine_version FROM src_workspaces
+       UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules
+       UNION ALL SELECT engine_version FROM src_resources) t(v)
+     WHERE v IS NOT NULL`,
     `CREATE TABLE version_keys (v VARCHAR PRIMARY KEY, k VARCHAR)`,
   ];
 }

@@ -2,12 +2,14 @@
 // every problem is a `file:line: reason`, a repeated address within a workspace names both lines, and a
 // source with any problem is refused whole, the current snapshot left as it was.
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { AddressSet } from '../../src/snapshots/address-set.js';
-import { loadSnapshot, SourceInvalidError } from '../../src/snapshots/load.js';
+import { openInstance } from '../../src/duckdb/open-instance.js';
+import { DATABASE_FILE, loadSnapshot, SourceInvalidError } from '../../src/snapshots/load.js';
+import { snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 import { validateSource } from '../../src/snapshots/source-validator.js';
 import { resources, workspaces, writeSmallSource } from '../fixtures/small-source.js';
 
@@ -25,11 +27,25 @@ describe('resources and the new source keys', function () {
     return (await validateSource(dir)).errors;
   };
 
-  it('accepts the fixture, counting its resources, and collects the versions they name', async () => {
-    const v = await validateSource(writeSmallSource(join(root, 'ok')));
+  it('accepts the fixture, counting its resources, and gives the versions they name an order key', async () => {
+    const dir = writeSmallSource(join(root, 'ok'));
+    const v = await validateSource(dir);
     expect(v.errors).to.deep.equal([]);
     expect(v.counts.workspace_resources).to.equal(resources.length);
-    expect(v.versions).to.include.members(['1.10.0-rc1', '1.9.8', 'v1.5.7']);
+    // The loader collects the versions itself, while the source is validated: each resource's version
+    // must have its key stored beside it, or a version sort would put it among the non-versions.
+    const dataDir = join(root, 'versions');
+    const { manifest } = await loadSnapshot(dir, { dataDir });
+    const db = await openInstance(':memory:', { threads: '1' });
+    const c = await db.connect();
+    try {
+      await c.run(`ATTACH '${join(snapshotPath(dataDir, manifest.id), DATABASE_FILE)}' AS s (READ_ONLY)`);
+      const keyed = (await c.runAndReadAll(`SELECT DISTINCT engine_version, engine_version__vk IS NOT NULL FROM s.resources`)).getRows();
+      expect(Object.fromEntries(keyed)).to.include({ '1.10.0-rc1': true, '1.9.8': true, 'v1.5.7': true });
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
   });
 
   it('reports each bad resource line with its reason', async () => {
@@ -135,6 +151,17 @@ describe('resources and the new source keys', function () {
       `workspace_resources.ndjson:2: duplicate address "${R.address}" in workspace ws-aaa1 (first on line 1)`,
     ]);
     expect(readFileSync(join(dataDir, 'snapshots', 'CURRENT'), 'utf8')).to.equal(current);
+  });
+
+  it('reports the validation\'s problems, not the build\'s, when a line DuckDB cannot read is invalid, and leaves no partial snapshot', async () => {
+    // The build reads the files while they are validated: a line that is not JSON fails both, and the
+    // load must report the file and line, not DuckDB's own message.
+    const dataDir = join(root, 'data-bad-json');
+    const dir = writeSmallSource(join(root, 'bad-json'), { 'workspace_resources.ndjson': `${JSON.stringify(R)}\n{"workspace_id": \n` });
+    const failure = await loadSnapshot(dir, { dataDir }).then(() => null, (e: unknown) => e);
+    expect(failure).to.be.instanceOf(SourceInvalidError);
+    expect((failure as SourceInvalidError).errors).to.deep.equal(['workspace_resources.ndjson:2: not valid JSON']);
+    expect(readdirSync(join(dataDir, 'snapshots')).filter((f) => f.startsWith('.tmp-'))).to.deep.equal([]);
   });
 
   it('AddressSet: every repeated key is a candidate, distinct keys are not', () => {
