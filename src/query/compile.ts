@@ -78,8 +78,14 @@ export const ident = (name: string) => {
   return `"${name}"`;
 };
 const col = (f: Field) => ident(f.column);
-/** interface §4: case-insensitive means ASCII A–Z fold to a–z only; the loader stores that form beside each string. */
+/**
+ * interface §4: case-insensitive means ASCII A–Z fold to a–z only. The loader stores that form beside each
+ * string only where it differs from the value (most values are lower case already): null means "as the
+ * value", which is what writing the copies cost most of (docs/performance.md). `folded` names the stored
+ * column, `foldedValue` is what a filter or an order compares.
+ */
 const folded = (f: Field) => ident(foldedColumn(f.column));
+const foldedValue = (f: Field) => `coalesce(${folded(f)}, ${col(f)})`;
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 /**
@@ -105,8 +111,8 @@ export function condition(c: Condition, params: SqlValue[]): string {
     case 'is_not_empty': return `NOT ${emptyTest}`;
     case 'is': return any((p) => `${c0} = ${p}`);
     case 'is_not': return `(${c0} IS NULL OR NOT ${any((p) => `${c0} = ${p}`)})`;
-    case 'contains': return any((p) => `contains(${folded(c.field)}, ${p})`);
-    case 'does not contain': return `(${c0} IS NULL OR NOT ${any((p) => `contains(${folded(c.field)}, ${p})`)})`;
+    case 'contains': return any((p) => `contains(${foldedValue(c.field)}, ${p})`);
+    case 'does not contain': return `(${c0} IS NULL OR NOT ${any((p) => `contains(${foldedValue(c.field)}, ${p})`)})`;
     case 'gt': return any((p) => `${c0} > ${p}`);
     case 'lt': return any((p) => `${c0} < ${p}`);
     case 'gteq': return any((p) => `${c0} >= ${p}`);
@@ -128,11 +134,11 @@ export function orderTerms({ field, descending }: SortKey): string[] {
     return [
       `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END) ASC`,
       `${vk} ${dir} NULLS LAST`,
-      `(CASE WHEN ${vk} IS NULL THEN ${folded(field)} END) ${dir} NULLS LAST`,
+      `(CASE WHEN ${vk} IS NULL THEN ${foldedValue(field)} END) ${dir} NULLS LAST`,
       `${c0} ${dir} NULLS LAST`,
     ];
   }
-  if (field.type === 'string') return [`${folded(field)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
+  if (field.type === 'string') return [`${foldedValue(field)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
   return [`${c0} ${dir} NULLS LAST`];
 }
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
 import type { CompileTarget } from '../query/compile.js';
-import { foldedColumns } from './compact.js';
 import {
   listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
@@ -100,12 +99,8 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       const rows = manifest.organizationRows?.[view];
       const table = attachment ? `"${attachment.alias}"."${view}"` : parquet!;
       return {
-        // A compacted snapshot stores a folded copy only where folding changes the value: the relation puts
-        // the others back under the same names, so the compiler's SQL is the same for every snapshot.
-        relation: manifest.compacted
-          ? `(SELECT rowid AS "_rowid", * REPLACE (${foldedColumns(view).map((f) => `coalesce("${f.folded}", "${f.column}") AS "${f.folded}"`).join(', ')}) FROM ${table})`
-          : table,
-        ...(attachment ? { rowid: manifest.compacted ? '"_rowid"' : 'rowid' } : {}),
+        relation: table,
+        ...(attachment ? { rowid: 'rowid' } : {}),
         organization,
         // An organization the snapshot does not hold has no rows: key 0 is no organization's (keys start at 1).
         organizationKey: manifest.organizationKeys ? (manifest.organizationKeys[organization] ?? 0) : undefined,

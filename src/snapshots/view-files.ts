@@ -1,5 +1,5 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
-// precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field
+// precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field (null where folding changes nothing)
 // and a `<column>__vk` order key beside each version field; the DuckDB table also holds each row's JSON and
 // CSV line. Sorted by organization (its key orders as its name does), then the view's default order, so that a query reads only its
 // organization's row groups and a default-ordered page or export needs no sort of strings.
@@ -41,7 +41,9 @@ export function viewStatements(): ViewStatements[] {
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
-    const fold = (f: Field) => `${foldSql(`t."${f.column}"`)} AS "${foldedColumn(f.column)}"`;
+    // Null where folding leaves the value as it is (compile.ts, foldedValue): most values are lower case
+    // already, and a column of nulls costs almost nothing to write.
+    const fold = (f: Field) => `nullif(${foldSql(`t."${f.column}"`)}, t."${f.column}") AS "${foldedColumn(f.column)}"`;
     const sortFields = new Set(sortKeys(view, view.defaultSort).map((k) => k.field));
     const strings = view.fields.filter((f) => f.type === 'string');
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
@@ -51,12 +53,15 @@ export function viewStatements(): ViewStatements[] {
     // Within an organization, rows are stored in the view's default order, which a default export reads.
     // A range of organization names is a filter on a grouping column, which DuckDB pushes below the
     // aggregate into the source scans: each range aggregates only its own rows.
+    // The order is applied to a subquery: its terms (coalesce of a folded copy and its value) then name
+    // the rows' columns, not the joined tables'.
     const sorted = (organizations?: readonly [string, string]) => `
-      SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
-      FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
-      JOIN org_keys ok ON ok.name = t._org
-      ${joins.join('\n      ')}
-      ${organizations ? `WHERE t._org BETWEEN ${sqlLiteral(organizations[0])} AND ${sqlLiteral(organizations[1])}` : ''}
+      SELECT * FROM (
+        SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
+        FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
+        JOIN org_keys ok ON ok.name = t._org
+        ${joins.join('\n        ')}
+        ${organizations ? `WHERE t._org BETWEEN ${sqlLiteral(organizations[0])} AND ${sqlLiteral(organizations[1])}` : ''})
       ORDER BY "${ORGANIZATION_KEY_COLUMN}", ${defaultOrder(view).join(', ')}`;
     const derive = (table: string) => `
       SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}

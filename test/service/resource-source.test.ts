@@ -10,6 +10,8 @@ import { AddressSet } from '../../src/snapshots/address-set.js';
 import { openInstance } from '../../src/duckdb/open-instance.js';
 import { DATABASE_FILE, loadSnapshot, SourceInvalidError } from '../../src/snapshots/load.js';
 import { snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { foldedColumns } from '../../src/snapshots/compact.js';
+import { VIEW_NAMES } from '../../src/catalog/catalog.js';
 import { validateSource } from '../../src/snapshots/source-validator.js';
 import { resources, workspaces, writeSmallSource } from '../fixtures/small-source.js';
 
@@ -42,6 +44,35 @@ describe('resources and the new source keys', function () {
       await c.run(`ATTACH '${join(snapshotPath(dataDir, manifest.id), DATABASE_FILE)}' AS s (READ_ONLY)`);
       const keyed = (await c.runAndReadAll(`SELECT DISTINCT engine_version, engine_version__vk IS NOT NULL FROM s.resources`)).getRows();
       expect(Object.fromEntries(keyed)).to.include({ '1.10.0-rc1': true, '1.9.8': true, 'v1.5.7': true });
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
+  });
+
+  it('stores a folded copy only where folding changes a value, and the copy folds A–Z alone', async () => {
+    const dataDir = join(root, 'folds');
+    const { manifest } = await loadSnapshot(writeSmallSource(join(root, 'folds-source')), { dataDir });
+    const db = await openInstance(':memory:', { threads: '1' });
+    const c = await db.connect();
+    const asciiFold = (v: string) => v.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
+    try {
+      await c.run(`ATTACH '${join(snapshotPath(dataDir, manifest.id), DATABASE_FILE)}' AS s (READ_ONLY)`);
+      let stored = 0;
+      for (const view of VIEW_NAMES) {
+        for (const { column, folded } of foldedColumns(view)) {
+          const rows = (await c.runAndReadAll(`SELECT "${column}", "${folded}" FROM s."${view}" WHERE "${column}" IS NOT NULL`)).getRows() as [string, string | null][];
+          for (const [value, copy] of rows) {
+            if (copy === null) {
+              expect(asciiFold(value), `${view}.${column}`).to.equal(value);
+            } else {
+              expect(copy, `${view}.${column}`).to.equal(asciiFold(value)).and.not.equal(value);
+              stored++;
+            }
+          }
+        }
+      }
+      expect(stored, 'some values change when folded').to.be.above(0);
     } finally {
       c.closeSync();
       db.closeSync();

@@ -154,7 +154,7 @@ describe('compileQuery: SQL text', () => {
     expect(st).to.contain('"state_version_engine_version__vk" ASC');
     const name = compile('type=workspaces&sort=workspace_name').page.sql;
     expect(name).not.to.contain('__vk');
-    expect(name).to.contain(`\nORDER BY "workspace_name__f" ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC\n`);
+    expect(name).to.contain(`\nORDER BY coalesce("workspace_name__f", "workspace_name") ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC\n`);
   });
 
   it('projects JSON values with datetimes through strftime, after "_id", in the requested order', () => {
