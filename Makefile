@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale soak
+.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale bench-load-phases soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -74,6 +74,10 @@ bench-scale: build
 # Issue 14's history scenarios alone: HISTORY_DAYS snapshots of a sample series (see bench/history.ts).
 bench-history: build
 	node dist/bench/history.js
+
+# Where a load's time goes: each phase of loading the bench source, with wall time and CPU (bench/load-phases.ts).
+bench-load-phases: build
+	node dist/bench/load-phases.js
 
 # Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, a memory
 # trend over 10 %, or FIFOs left behind. SOAK_SECONDS overrides the length.
