@@ -96,6 +96,12 @@ const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 export const foldSql = (column: string) =>
   `CASE WHEN strlen(${column}) = length(${column}) THEN lower(${column}) ELSE translate(${column}, '${UPPER}', '${UPPER.toLowerCase()}') END`;
 
+/**
+ * The folded copy as a snapshot stores it: null where it equals the value (`foldedValue` puts it back).
+ * The loader folds as it goes; compaction passes the copy an older snapshot stored for every value.
+ */
+export const storedFoldSql = (column: string, fold = foldSql(column)) => `nullif(${fold}, ${column})`;
+
 /** One condition's SQL over the view's columns; its values are appended to `params` in text order. */
 export function condition(c: Condition, params: SqlValue[]): string {
   const c0 = col(c.field);

@@ -10,6 +10,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, VIEW_NAMES } from '../catalog/catalog.js';
 import { openInstance } from '../duckdb/open-instance.js';
+import { storedFoldSql } from '../query/compile.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
 } from './snapshot-dir.js';
@@ -68,7 +69,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     await db.run(`ATTACH ${sqlLiteral(join(dir, manifest.database!))} AS full_snapshot (READ_ONLY)`);
     await db.run(`ATTACH ${sqlLiteral(tmp)} AS compact_snapshot`);
     for (const view of views) {
-      const sparse = foldedColumns(view).map(({ column, folded }) => `CASE WHEN "${folded}" = "${column}" THEN NULL ELSE "${folded}" END AS "${folded}"`);
+      const sparse = foldedColumns(view).map(({ column, folded }) => `${storedFoldSql(`"${column}"`, `"${folded}"`)} AS "${folded}"`);
       await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") REPLACE (${sparse.join(', ')}) FROM full_snapshot."${view}"`);
       const rows = Number((await db.runAndReadAll(`SELECT count(*) FROM compact_snapshot."${view}"`)).getRows()[0]![0] as bigint);
       if (rows !== manifest.rows[view]) throw new Error(`compacting ${manifest.id}: ${view} has ${rows} rows, not ${manifest.rows[view]}`);

@@ -1,11 +1,12 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
-// precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each string field (null where folding changes nothing)
-// and a `<column>__vk` order key beside each version field; the DuckDB table also holds each row's JSON and
-// CSV line. Sorted by organization (its key orders as its name does), then the view's default order, so that a query reads only its
-// organization's row groups and a default-ordered page or export needs no sort of strings.
+// precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each
+// string field (null where folding changes nothing) and a `<column>__vk` order key beside each version field;
+// the DuckDB table also holds each row's JSON and CSV line. Sorted by organization (its key orders as its name
+// does), then the view's default order, so that a query reads only its organization's row groups and a
+// default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
 import { catalogFor, CSV_LINE_COLUMN, ORGANIZATION_KEY_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
-import { csvLineSql, defaultOrder, foldSql, rowJsonSql } from '../query/compile.js';
+import { csvLineSql, defaultOrder, rowJsonSql, storedFoldSql } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
 import { sqlLiteral } from './staging.js';
@@ -41,9 +42,9 @@ export function viewStatements(): ViewStatements[] {
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
-    // Null where folding leaves the value as it is (compile.ts, foldedValue): most values are lower case
-    // already, and a column of nulls costs almost nothing to write.
-    const fold = (f: Field) => `nullif(${foldSql(`t."${f.column}"`)}, t."${f.column}") AS "${foldedColumn(f.column)}"`;
+    // Null where folding leaves the value as it is: most values are lower case already, and a column of
+    // nulls costs almost nothing to write.
+    const fold = (f: Field) => `${storedFoldSql(`t."${f.column}"`)} AS "${foldedColumn(f.column)}"`;
     const sortFields = new Set(sortKeys(view, view.defaultSort).map((k) => k.field));
     const strings = view.fields.filter((f) => f.type === 'string');
     // Values in declaration order (Field.index), each in its JSON form: the same SQL a column page uses.
