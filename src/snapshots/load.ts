@@ -158,6 +158,11 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     preserve_insertion_order: 'false',
   });
   const db = await instance.connect();
+  // Joins run as the view declarations write them, the largest relation first (the probe side). DuckDB
+  // guesses a few dozen rows for read_json, so its join order put the resources file, tens of millions of
+  // rows, on the build side of every join: each join materialized (and spilled) all of them, and the
+  // resources view's sort took 176 s instead of 52 (docs/performance.md, session 10).
+  await db.run(`SET disabled_optimizers = 'join_order,build_side_probe_side'`);
   const interrupt = () => db.interrupt();
   cancelled.addEventListener('abort', interrupt);
   // Tracked, not printed: the loader reports it itself (a big view's sort and write take minutes).
