@@ -12,7 +12,16 @@ import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
 import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../catalog/catalog.js';
 
-const SERVING_COLUMNS = [ROW_JSON_COLUMN, CSV_LINE_COLUMN];
+/**
+ * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
+ * decodes a compressed string column a whole vector at a time, so each row a page fetched cost as much as a
+ * vector. The CSV lines are only ever read in runs, by exports, so zstd costs little (a stored-lines export
+ * of 2M resource rows: 323 ms instead of 262) and stores them in a tenth of the bytes, 38 % of the bench
+ * snapshot (docs/performance.md, session 10). The data columns keep DuckDB's own choice.
+ */
+const SERVING_COMPRESSION: Record<string, string> = { [ROW_JSON_COLUMN]: 'uncompressed', [CSV_LINE_COLUMN]: 'zstd' };
+/** zstd for strings needs this storage version or later; DuckDB 1.2 and later read the file. */
+const STORAGE_VERSION = 'v1.2.0';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
@@ -202,7 +211,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     // Each view is computed and sorted once, into the read-only DuckDB file the workers query
     // (docs/performance.md: DuckDB's own storage answers pages about four times faster than Parquet); its
     // Parquet file, the snapshot's portable form, is then copied from that table in the same order.
-    await db.run(`ATTACH '${join(dir, DATABASE_FILE).replace(/'/g, "''")}' AS snapshot_out`);
+    await db.run(`ATTACH '${join(dir, DATABASE_FILE).replace(/'/g, "''")}' AS snapshot_out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     // Rows must land in organization order: that is what lets a query read only its organization's blocks.
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
@@ -215,11 +224,8 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
           await step(`sorting ${view} (organizations ${i + 1} of ${ranges.length})`, `${i === 0 ? 'CREATE TEMP TABLE sorted_rows AS' : 'INSERT INTO sorted_rows'} ${sorted(range)}`);
         }
       } else await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted()}`);
-      // The serving columns are stored uncompressed: a page reads a few rows of them, and DuckDB decodes a
-      // compressed (FSST) string column a whole 2,048-row vector at a time, so each row a page fetched cost
-      // as much as a vector (docs/performance.md). The data columns keep DuckDB's compression.
       const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
-        `"${name as string}" ${type as string}${SERVING_COLUMNS.includes(name as string) ? ' USING COMPRESSION uncompressed' : ''}`);
+        `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
       await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
       await step(`writing ${view}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
       await db.run('DROP TABLE sorted_rows');

@@ -9,6 +9,10 @@ import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli } from '../helpers/cli.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { DATABASE_FILE } from '../../src/snapshots/load.js';
+import { CSV_LINE_COLUMN, ROW_JSON_COLUMN, VIEW_NAMES } from '../../src/catalog/catalog.js';
 
 
 
@@ -169,5 +173,23 @@ describe('the explorer command', function () {
     const loaded = await cli(['load', dir], h.dataDir);
     expect(loaded.code, loaded.stderr).to.equal(0);
     expect(loaded.stdout).to.match(/5 organizations, 300 workspaces/);
+  });
+
+  it('stores every view\'s row JSON uncompressed (pages read a few rows) and its CSV lines with zstd (exports read runs)', async () => {
+    const file = join(snapshotPath(h.dataDir, (await readCurrentId(h.dataDir))!), DATABASE_FILE);
+    const db = await DuckDBInstance.create(file, { access_mode: 'READ_ONLY' });
+    const c = await db.connect();
+    try {
+      for (const view of VIEW_NAMES) {
+        const stored = (await c.runAndReadAll(
+          `SELECT column_name, string_agg(DISTINCT compression, ',' ORDER BY compression) FROM pragma_storage_info('${view}')
+           WHERE segment_type <> 'VALIDITY' AND column_name IN ('${ROW_JSON_COLUMN}', '${CSV_LINE_COLUMN}') GROUP BY 1 ORDER BY 1`,
+        )).getRows();
+        expect(stored, view).to.deep.equal([[CSV_LINE_COLUMN, 'ZSTD'], [ROW_JSON_COLUMN, 'Uncompressed']]);
+      }
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
   });
 });
