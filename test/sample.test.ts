@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
+import { existsSync } from 'node:fs';
+import { writeSampleSeries } from '../src/snapshots/sample-series.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -353,6 +356,23 @@ describe('sample snapshot source', function () {
       const [x, z] = await Promise.all([readFile(join(a, `${f}.ndjson`)), readFile(join(c, `${f}.ndjson`))]);
       expect(x.equals(z), f).to.equal(false);
     }
+  });
+
+  it('writes the same lines gzip-compressed with gzip, and refuses a gzip series', async () => {
+    const opts = { organizations: 12, workspaces: 3000, seed: 42 };
+    const plain = join(root, 'gz-plain');
+    const zipped = join(root, 'gz-zipped');
+    await writeSample(plain, opts);
+    const summary = await writeSample(zipped, { ...opts, gzip: true });
+    for (const f of SAMPLE_FILES) {
+      const [x, z] = await Promise.all([readFile(join(plain, `${f}.ndjson`)), readFile(join(zipped, `${f}.ndjson.gz`))]);
+      expect(gunzipSync(z).equals(x), f).to.equal(true);
+      expect(summary.bytes[f], f).to.equal(z.length);
+      expect(existsSync(join(zipped, `${f}.ndjson`)), f).to.equal(false);
+    }
+    const refused = await writeSampleSeries(join(root, 'gz-series'), { ...opts, days: 2, gzip: true }).then(() => null, (e: Error) => e);
+    expect(refused).to.be.instanceOf(RangeError);
+    expect(refused!.message).to.match(/plain files/);
   });
 
   it('clamps organizations to workspaces and rejects bad options', async () => {

@@ -18,6 +18,7 @@ import { readdir, stat } from 'node:fs/promises';
 
 const USAGE = `usage: explorer <command>
   sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
+         [--gzip]                                                as <file>.ndjson.gz
          [--days N]                                              or N of them, a day apart: <dir>/day-01 … day-N
   load <dir> [--label L]                                         validate a source and make it the current snapshot
   load-series <dir>                                              load <dir>/day-* oldest first, each labelled with its name
@@ -34,15 +35,17 @@ function progress(message: string): void {
 }
 
 async function sample(argv: string[]): Promise<void> {
-  const args = parseArgs(argv, ['organizations', 'workspaces', 'seed', 'days']);
+  const args = parseArgs(argv, ['organizations', 'workspaces', 'seed', 'days'], ['gzip']);
   const dir = args.positional[0];
   if (!dir || args.positional.length > 1) throw new UsageError('sample takes one directory');
   const options = {
     organizations: wholeNumber(args, 'organizations', SAMPLE_DEFAULTS.organizations),
     workspaces: wholeNumber(args, 'workspaces', SAMPLE_DEFAULTS.workspaces),
     seed: wholeNumber(args, 'seed', SAMPLE_DEFAULTS.seed),
+    gzip: args.options.has('gzip'),
     onProgress: (written: number, total: number) => progress(`writing workspaces: ${written.toLocaleString('en')} / ${total.toLocaleString('en')}`),
   };
+  if (args.options.has('days') && options.gzip) throw new UsageError('--gzip writes one sample, not a series of --days');
   if (args.options.has('days')) return sampleSeries(dir, options, wholeNumber(args, 'days', 1));
   const started = performance.now();
   const summary = await writeSample(dir, options);

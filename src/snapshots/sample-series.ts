@@ -511,6 +511,8 @@ export async function writeSampleSeries(dir: string, opts: SeriesOptions): Promi
   if (typeof changeShare !== 'number' || !(changeShare >= 0 && changeShare <= 1)) {
     throw new RangeError(`sample option changeShare must be between 0 and 1, got ${String(changeShare)}`);
   }
+  // Each day is derived from the plain files of the day before.
+  if (sampleOptions.gzip) throw new RangeError('a sample series is written as plain files, not gzip');
   const summaries: DaySummary[] = [];
   const done = async (s: DaySummary) => { summaries.push(s); await onDay?.(s); };
 

@@ -1,6 +1,6 @@
 // Synthetic snapshot-source generator (format: docs/snapshot-source.md).
 //
-// Writes a directory of plain NDJSON files that look like the inventory of a Terraform-Cloud-style
+// Writes a directory of NDJSON files (plain, or gzip-compressed with `gzip`) that look like the inventory of a Terraform-Cloud-style
 // platform: long-tailed organization sizes, projects, workspaces with engine versions, VCS repos, tags,
 // runs, checks and drift, the providers, modules and resources of each workspace, and teams with members.
 // Everything is drawn from a seeded PRNG (sfc32), so the same options always give byte-identical files.
@@ -11,6 +11,8 @@
 
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { createGzip } from 'node:zlib';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { resourceCount, writeResources, type UsedProvider } from './sample-resources.js';
@@ -24,6 +26,11 @@ export interface SampleOptions {
   seed: number;
   /** false: no workspace_resources rows (and no resource counts), for a sample about workspaces alone. */
   resources?: boolean;
+  /**
+   * Writes `<file>.ndjson.gz` instead of `<file>.ndjson` (gzip level 1, beside the generation on libuv's
+   * threads): a hundred million resources are 32 GB as text and about a seventh of that compressed.
+   */
+  gzip?: boolean;
   /** Called with (workspaces written, total) at most every 50,000 workspaces, and once at the end. */
   onProgress?: (written: number, total: number) => void;
 }
@@ -634,10 +641,26 @@ class Out {
   ascii = true;
   private error: Error | null = null;
 
-  constructor(readonly stream: WriteStream) {
-    stream.on('error', (e) => {
-      this.error = e;
-    });
+  /** `stream` is what lines are written to; `file`, the file it ends in (the same stream unless gzipped). */
+  constructor(readonly stream: Writable, private readonly file: WriteStream = stream as WriteStream) {
+    for (const s of new Set<Writable>([stream, file])) {
+      s.on('error', (e: Error) => {
+        this.error = e;
+      });
+    }
+  }
+
+  static open(path: string, gzip: boolean): Out {
+    if (!gzip) return new Out(createWriteStream(path));
+    const file = createWriteStream(`${path}.gz`);
+    const zip = createGzip({ level: 1 });
+    zip.pipe(file);
+    return new Out(zip, file);
+  }
+
+  destroy(): void {
+    this.stream.destroy();
+    this.file.destroy();
   }
 
   /** Adds ASCII text holding `lines` lines. */
@@ -664,11 +687,14 @@ class Out {
 
   async close(): Promise<number> {
     await this.flush();
+    const closed = this.file === this.stream ? null : once(this.file, 'close');
+    closed?.catch(() => {}); // awaited below; an error before then is thrown there
     await new Promise<void>((resolve, reject) => {
       this.stream.end((e?: Error | null) => (e ? reject(e) : resolve()));
     });
+    await closed;
     if (this.error) throw this.error;
-    return this.stream.bytesWritten;
+    return this.file.bytesWritten;
   }
 }
 
@@ -747,7 +773,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
 
   await mkdir(dir, { recursive: true });
   const outs = {} as Record<SampleFile, Out>;
-  for (const f of SAMPLE_FILES) outs[f] = new Out(createWriteStream(join(dir, `${f}.ndjson`)));
+  for (const f of SAMPLE_FILES) outs[f] = Out.open(join(dir, `${f}.ndjson`), opts.gzip === true);
 
   try {
     // Organizations, with the per-organization traits the rest is drawn from.
@@ -1087,7 +1113,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
       .map(({ name, workspaces }) => ({ name, workspaces }));
     return { dir, seed: opts.seed, counts, bytes, organizations, largestOrganization: organizations[0]!.name };
   } catch (e) {
-    for (const f of SAMPLE_FILES) outs[f].stream.destroy();
+    for (const f of SAMPLE_FILES) outs[f].destroy();
     throw e;
   }
 }
