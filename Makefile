@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale bench-load-phases soak
+.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -78,6 +78,11 @@ bench-history: build
 # Where a load's time goes: each phase of loading the bench source, with wall time and CPU (bench/load-phases.ts).
 bench-load-phases: build
 	node dist/bench/load-phases.js
+
+# Issue 13's hundred million resources: a gzip source of 5M workspaces loaded, then the largest organization's
+# R1 page against its 20M figure (bench/hundred-million.ts). Not part of make bench: ~60 GB of disk, ~30 min.
+bench-100m: build
+	node dist/bench/hundred-million.js
 
 # Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, a memory
 # trend over 10 %, or FIFOs left behind. SOAK_SECONDS overrides the length.

@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
+/** Issue 13's R1: the largest organization's resources of one type, newest state first, 20 rows. */
+export const R1_QUERY = '?type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance&sort=-source_updated_at&page%5Bsize%5D=20';
 
 export async function freePort(): Promise<number> {
   return new Promise((res) => {

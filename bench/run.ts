@@ -19,7 +19,7 @@ import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openSnapshot } from '../src/snapshots/current-snapshot.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { CLI, cpuSeconds, mixedLoad, ROOT, rssMb, startServerProcess, stopServerProcess, type MixedRequest } from './lib.js';
+import { CLI, cpuSeconds, mixedLoad, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 
@@ -111,7 +111,6 @@ async function organizations(dir: string): Promise<Org[]> {
 
 const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
 const C_QUERY = '?type=providers';
-const R1_QUERY = '?type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance&sort=-source_updated_at&page%5Bsize%5D=20';
 const R2_QUERY = '?type=resources';
 let resourcesOf: (org: string) => number = () => Number.NaN;
 const SMALL_QUERY = '?type=workspaces';

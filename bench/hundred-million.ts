@@ -1,0 +1,91 @@
+// make bench-100m: issue 13's last scenario. A source of 5,000,000 workspaces with about a hundred million
+// resources (the bench's proportions: 10,000 organizations, the largest a tenth), gzip-compressed, is loaded
+// with `explorer load` (wall time and peak RSS from /usr/bin/time), then the largest organization's R1 page
+// (`resources`, provider_type is aws_instance, sorted by -source_updated_at, 20 rows, 1 connection) is
+// measured over HTTP and compared with R1 on the 20M-resource bench snapshot (the newest bench/results file
+// that has it). Not part of make test; needs about 60 GB of free disk and half an hour.
+//
+// Environment: BIG_DIR (default $DATA_DIR/bench-100m), BIG_WORKSPACES (default 5000000), BENCH_SECONDS
+// (default 20), BIG_SKIP_LOAD=1 (measure the page on the snapshot already loaded).
+import autocannon from 'autocannon';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { issueToken } from '../src/access/tokens.js';
+import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
+import { writeSample } from '../src/snapshots/sample.js';
+import { openStateStore } from '../src/store/open-store.js';
+import { CLI, cpuSeconds, R1_QUERY, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+
+const run = promisify(execFile);
+const DIR = resolve(process.env.BIG_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench-100m'));
+const WORKSPACES = Number(process.env.BIG_WORKSPACES ?? 5_000_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const SOURCE = join(DIR, 'source');
+const SAMPLE = { organizations: Math.round(WORKSPACES / 500), workspaces: WORKSPACES, seed: 1, resources: true, gzip: true };
+const log = (m: string) => process.stderr.write(`[bench-100m] ${m}\n`);
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+
+async function ensureSource(): Promise<void> {
+  const marker = join(SOURCE, '.complete');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === JSON.stringify(SAMPLE)) return;
+  rmSync(SOURCE, { recursive: true, force: true });
+  log(`writing the source (${WORKSPACES.toLocaleString('en')} workspaces, gzip) in ${SOURCE}`);
+  const started = performance.now();
+  const summary = await writeSample(SOURCE, SAMPLE);
+  log(`written in ${round((performance.now() - started) / 1000)} s: ${summary.counts.workspace_resources.toLocaleString('en')} resources, ${round(Object.values(summary.bytes).reduce((a, b) => a + b, 0) / 2 ** 30, 2)} GiB`);
+  writeFileSync(marker, JSON.stringify(SAMPLE));
+}
+
+/** R1's p50 on the 20M-resource bench snapshot: the newest bench/results file that measured it. */
+function twentyMillionR1(): { p50: number; file: string } | null {
+  const dir = join(ROOT, 'bench/results');
+  for (const file of readdirSync(dir).filter((f) => /^\d{4}-.*\.json$/.test(f)).sort().reverse()) {
+    const r1 = (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { rows: Array<{ scenario: string; p50_ms?: number }> }).rows.find((r) => r.scenario === 'R1');
+    if (r1?.p50_ms !== undefined) return { p50: r1.p50_ms, file };
+  }
+  return null;
+}
+
+mkdirSync(DIR, { recursive: true });
+let load: { seconds: number; gib: number } | null = null;
+if (process.env.BIG_SKIP_LOAD !== '1' || (await readCurrentId(DIR)) === null) {
+  await ensureSource();
+  log('loading');
+  const { stderr } = await run('/usr/bin/time', ['-f', '%e %M', process.execPath, CLI, 'load', SOURCE], { env: { ...process.env, DATA_DIR: DIR }, maxBuffer: 1 << 26 });
+  const [seconds, kb] = stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number];
+  load = { seconds, gib: kb / 2 ** 20 };
+  log(`loaded in ${seconds} s, peak RSS ${round(load.gib, 2)} GiB`);
+}
+const id = (await readCurrentId(DIR))!;
+const manifest = await readManifest(DIR, id);
+const resources = manifest.organizationRows!.resources!;
+const [largest, held] = Object.entries(resources).sort((a, b) => b[1] - a[1])[0]!;
+const store = await openStateStore({ dataDir: DIR });
+const token = (await issueToken(store, { kind: 'organization', organization: largest, description: 'bench-100m' })).token;
+await store.close();
+const { url, child } = await startServerProcess({ DATA_DIR: DIR, RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0' });
+let page: autocannon.Result;
+let cpuMs: number;
+try {
+  const opts: autocannon.Options = { url: `${url}/api/v2/organizations/${largest}/explorer${R1_QUERY}`, connections: 1, duration: SECONDS, headers: { Authorization: `Bearer ${token}` } };
+  await autocannon({ ...opts, duration: 3 } as autocannon.Options);
+  const cpu = cpuSeconds(child.pid!);
+  page = await autocannon(opts);
+  cpuMs = ((cpuSeconds(child.pid!) - cpu) * 1000) / Math.max(1, page.requests.total);
+} finally {
+  await stopServerProcess(child);
+}
+const base = twentyMillionR1();
+const ratio = base ? page.latency.p50 / base.p50 : Number.NaN;
+const total = Object.values(resources).reduce((a, b) => a + b, 0);
+const lines = [
+  '| what | measured | target | ok |', '|---|---|---|---|',
+  load ? `| load of ${WORKSPACES.toLocaleString('en')} workspaces, ${total.toLocaleString('en')} resources (gzip source) | ${load.seconds} s, peak RSS ${round(load.gib, 2)} GiB | completes | yes |` : '| load | not run (BIG_SKIP_LOAD=1) | | – |',
+  `| R1 on ${largest} (${held.toLocaleString('en')} resources), 1 conn | p50 ${page.latency.p50} ms, p99 ${page.latency.p99} ms, CPU ${round(cpuMs, 2)} ms/req, ${page.non2xx} non-2xx | ≤ 2 × the 20M figure (${base ? `${base.p50} ms, ${base.file}` : 'none measured'}) | ${base && ratio <= 2 && page.non2xx === 0 ? 'yes' : 'NO'} |`,
+];
+process.stdout.write(`\n${lines.join('\n')}\n\nsnapshot files (bytes): ${JSON.stringify(manifest.sizes)}\n`);
+const out = join(ROOT, 'bench/results', `hundred-million-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(out, JSON.stringify({ sample: SAMPLE, load, largest, resources: held, total, p50_ms: page.latency.p50, p99_ms: page.latency.p99, cpuMs, non2xx: page.non2xx, base, ratio, sizes: manifest.sizes }, null, 2) + '\n');
+process.stdout.write(`written ${out}\n`);
