@@ -24,7 +24,10 @@ export interface ViewDecl {
   id: string;
   /** SQL expression for the owning organization. */
   organization: string;
-  /** FROM … [WHERE …] [GROUP BY …] over the staging tables. */
+  /**
+   * FROM … [WHERE …] [GROUP BY …] over the staging tables. The loader joins in the order written (load.ts),
+   * so the largest relation comes first and the tables it looks up after it.
+   */
   from: string;
   fields: FieldDecl[];
 }
