@@ -28,7 +28,7 @@ export interface SampleOptions {
   resources?: boolean;
   /**
    * Writes `<file>.ndjson.gz` instead of `<file>.ndjson` (gzip level 1, beside the generation on libuv's
-   * threads): a hundred million resources are 32 GB as text and about a seventh of that compressed.
+   * threads): a hundred million resources are about 30 GB as text.
    */
   gzip?: boolean;
   /** Called with (workspaces written, total) at most every 50,000 workspaces, and once at the end. */
