@@ -47,7 +47,7 @@ export interface LoadOptions {
   memoryLimit?: string;
   threads?: number;
   onProgress?: (message: string) => void;
-  /** Workspaces per range of organizations a grouped view is sorted in (tests make it small). */
+  /** Workspaces per range of organizations a view is built in (tests make it small). */
   sliceWorkspaces?: number;
 }
 
@@ -134,7 +134,12 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   }
 }
 
-/** Workspaces per range of organizations a grouped view is sorted in (ViewStatements.grouped). */
+/**
+ * Workspaces per range of organizations a view is built in. The grouped views' lists of workspace names are
+ * aggregate states DuckDB does not spill, and a sort spills all it holds: a range bounds both. At a hundred
+ * million resources the resources view sorted whole spilled 40 GB, half this machine's free disk, before
+ * it wrote a byte (docs/performance.md, session 10).
+ */
 const SLICE_WORKSPACES = 1_000_000;
 
 /**
@@ -217,18 +222,20 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
     const ranges = await organizationRanges(db, opts.sliceWorkspaces ?? SLICE_WORKSPACES);
-    for (const { view, file, sorted, derive, grouped } of views) {
-      if (grouped && ranges.length > 1) {
-        // Ranges in name order, each sorted: appended in turn, the rows are in the view's stored order.
-        for (const [i, range] of ranges.entries()) {
-          await step(`sorting ${view} (organizations ${i + 1} of ${ranges.length})`, `${i === 0 ? 'CREATE TEMP TABLE sorted_rows AS' : 'INSERT INTO sorted_rows'} ${sorted(range)}`);
+    for (const { view, file, sorted, derive } of views) {
+      // A range of organizations at a time, in name order: each range is sorted, derived and appended before
+      // the next, so the rows land in the view's stored order and a sort spills one range's rows at most.
+      for (const [i, range] of ranges.entries()) {
+        const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
+        await step(`sorting ${view}${of}`, `CREATE TEMP TABLE sorted_rows AS ${ranges.length > 1 ? sorted(range) : sorted()}`);
+        if (i === 0) {
+          const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
+            `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
+          await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
         }
-      } else await step(`sorting ${view}`, `CREATE TEMP TABLE sorted_rows AS ${sorted()}`);
-      const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
-        `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
-      await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
-      await step(`writing ${view}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
-      await db.run('DROP TABLE sorted_rows');
+        await step(`writing ${view}${of}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
+        await db.run('DROP TABLE sorted_rows');
+      }
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
       const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
       organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));

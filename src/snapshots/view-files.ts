@@ -27,11 +27,6 @@ export interface ViewStatements {
   sorted: (organizations?: readonly [string, string]) => string;
   derive: (table: string) => string;
   csvLines: number[];
-  /**
-   * The view groups source rows (tf_versions, providers, modules): its lists of workspace names are
-   * aggregate states DuckDB does not spill, so a large source is sorted a range of organizations at a time.
-   */
-  grouped: boolean;
 }
 
 export function viewStatements(): ViewStatements[] {
@@ -67,7 +62,7 @@ export function viewStatements(): ViewStatements[] {
     const derive = (table: string) => `
       SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}
       FROM ${table} t`;
-    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index), grouped: /\bGROUP BY\b/.test(decl.from) };
+    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index) };
   });
 }
 
