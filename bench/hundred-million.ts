@@ -11,17 +11,13 @@
 // Environment: BIG_DIR (default $DATA_DIR/bench-100m), BIG_WORKSPACES (default 5000000), BENCH_SECONDS
 // (default 20), BIG_SKIP_LOAD=1 (measure the page on the snapshot already loaded).
 import autocannon from 'autocannon';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
-import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { CLI, cpuSeconds, R1_QUERY, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { cpuSeconds, ensureSample, R1_QUERY, ROOT, startServerProcess, stopServerProcess, timedLoad } from './lib.js';
 
-const run = promisify(execFile);
 const DIR = resolve(process.env.BIG_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench-100m'));
 const WORKSPACES = Number(process.env.BIG_WORKSPACES ?? 5_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -29,17 +25,6 @@ const SOURCE = join(DIR, 'source');
 const SAMPLE = { organizations: Math.round(WORKSPACES / 500), workspaces: WORKSPACES, seed: 1, resources: true, gzip: true };
 const log = (m: string) => process.stderr.write(`[bench-100m] ${m}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
-
-async function ensureSource(): Promise<void> {
-  const marker = join(SOURCE, '.complete');
-  if (existsSync(marker) && readFileSync(marker, 'utf8') === JSON.stringify(SAMPLE)) return;
-  rmSync(SOURCE, { recursive: true, force: true });
-  log(`writing the source (${WORKSPACES.toLocaleString('en')} workspaces, gzip) in ${SOURCE}`);
-  const started = performance.now();
-  const summary = await writeSample(SOURCE, SAMPLE);
-  log(`written in ${round((performance.now() - started) / 1000)} s: ${summary.counts.workspace_resources.toLocaleString('en')} resources, ${round(Object.values(summary.bytes).reduce((a, b) => a + b, 0) / 2 ** 30, 2)} GiB`);
-  writeFileSync(marker, JSON.stringify(SAMPLE));
-}
 
 /** R1's p50 on the 20M-resource bench snapshot, and its largest organization's workspaces: the newest bench/results file that measured it. */
 function twentyMillionR1(): { p50: number; file: string; workspaces: number } | null {
@@ -55,12 +40,10 @@ function twentyMillionR1(): { p50: number; file: string; workspaces: number } | 
 mkdirSync(DIR, { recursive: true });
 let load: { seconds: number; gib: number } | null = null;
 if (process.env.BIG_SKIP_LOAD !== '1' || (await readCurrentId(DIR)) === null) {
-  await ensureSource();
+  await ensureSample(SOURCE, SAMPLE, log);
   log('loading');
-  const { stderr } = await run('/usr/bin/time', ['-f', '%e %M', process.execPath, CLI, 'load', SOURCE], { env: { ...process.env, DATA_DIR: DIR }, maxBuffer: 1 << 26 });
-  const [seconds, kb] = stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number];
-  load = { seconds, gib: kb / 2 ** 20 };
-  log(`loaded in ${seconds} s, peak RSS ${round(load.gib, 2)} GiB`);
+  load = await timedLoad(SOURCE, DIR);
+  log(`loaded in ${load.seconds} s, peak RSS ${round(load.gib, 2)} GiB`);
 }
 const id = (await readCurrentId(DIR))!;
 const manifest = await readManifest(DIR, id);

@@ -1,13 +1,37 @@
 // What the bench and the soak share: a free port, the real server process, its memory and descriptors.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { writeSample, type SampleOptions } from '../src/snapshots/sample.js';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
 /** Issue 13's R1: the largest organization's resources of one type, newest state first, 20 rows. */
 export const R1_QUERY = '?type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance&sort=-source_updated_at&page%5Bsize%5D=20';
+
+/** Writes the sample `options` into `dir` unless its `.complete` marker says it holds exactly that sample. */
+export async function ensureSample(dir: string, options: SampleOptions, log: (m: string) => void): Promise<void> {
+  const marker = join(dir, '.complete');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === JSON.stringify(options)) return;
+  rmSync(dir, { recursive: true, force: true });
+  log(`generating ${dir} (${options.workspaces.toLocaleString('en')} workspaces${options.gzip ? ', gzip' : ''})`);
+  const started = performance.now();
+  const summary = await writeSample(dir, options);
+  const gib = Object.values(summary.bytes).reduce((a, b) => a + b, 0) / 2 ** 30;
+  log(`written in ${((performance.now() - started) / 1000).toFixed(1)} s: ${summary.counts.workspace_resources.toLocaleString('en')} resources, ${gib.toFixed(2)} GiB`);
+  writeFileSync(marker, JSON.stringify(options));
+}
+
+/** `explorer load <source>` into `dataDir`, timed by /usr/bin/time: wall seconds and peak RSS in GiB. */
+export async function timedLoad(source: string, dataDir: string): Promise<{ seconds: number; gib: number }> {
+  const timed = existsSync('/usr/bin/time');
+  const args = timed ? ['-f', '%e %M', process.execPath, CLI, 'load', source] : [CLI, 'load', source];
+  const { stderr } = await promisify(execFile)(timed ? '/usr/bin/time' : process.execPath, args, { env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 1 << 26 });
+  const [seconds, kb] = stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number];
+  return { seconds, gib: kb / 1024 / 1024 };
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((res) => {

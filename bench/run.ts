@@ -6,24 +6,20 @@
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
 // BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4; F' loads the source without its resources; the R scenarios are issue 13's, on the resources view).
 import autocannon from 'autocannon';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { compileQuery } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openSnapshot } from '../src/snapshots/current-snapshot.js';
-import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { CLI, cpuSeconds, mixedLoad, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, type MixedRequest } from './lib.js';
+import { cpuSeconds, ensureSample, mixedLoad, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 
-const run = promisify(execFile);
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -47,23 +43,6 @@ interface Row {
 const rows: Row[] = [];
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
-
-async function ensureSource(): Promise<void> {
-  const marker = join(SOURCE, '.complete');
-  if (existsSync(marker) && readFileSync(marker, 'utf8') === JSON.stringify(SAMPLE)) return;
-  log(`generating the bench source (${SAMPLE.workspaces.toLocaleString('en')} workspaces) in ${SOURCE}`);
-  await writeSample(SOURCE, SAMPLE);
-  writeFileSync(marker, JSON.stringify(SAMPLE));
-}
-
-/** `explorer load <source>` into `dataDir`, timed by /usr/bin/time: wall seconds and peak RSS in GiB. */
-async function timedLoad(source: string, dataDir: string): Promise<{ seconds: number; gib: number }> {
-  const timed = existsSync('/usr/bin/time');
-  const args = timed ? ['-f', '%e %M', process.execPath, CLI, 'load', source] : [CLI, 'load', source];
-  const { stderr } = await run(timed ? '/usr/bin/time' : process.execPath, args, { env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 1 << 26 });
-  const [seconds, kb] = stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number];
-  return { seconds, gib: kb / 1024 / 1024 };
-}
 
 async function scenarioF(): Promise<void> {
   log('F: loading the bench source');
@@ -205,7 +184,7 @@ async function exportOnce(url: string, token: string, pid: number): Promise<{ tt
 
 async function main(): Promise<void> {
   mkdirSync(BENCH_DIR, { recursive: true });
-  await ensureSource();
+  await ensureSample(SOURCE, SAMPLE, log);
   const haveSnapshot = (await readCurrentId(BENCH_DIR)) !== null;
   if (SCENARIOS.has('F') && !(process.env.BENCH_SKIP_LOAD === '1' && haveSnapshot)) await scenarioF();
   else if (!haveSnapshot) throw new Error('no bench snapshot: run without BENCH_SKIP_LOAD first');

@@ -1,8 +1,9 @@
 // Synthetic snapshot-source generator (format: docs/snapshot-source.md).
 //
-// Writes a directory of NDJSON files (plain, or gzip-compressed with `gzip`) that look like the inventory of a Terraform-Cloud-style
-// platform: long-tailed organization sizes, projects, workspaces with engine versions, VCS repos, tags,
-// runs, checks and drift, the providers, modules and resources of each workspace, and teams with members.
+// Writes a directory of NDJSON files (plain, or gzip-compressed with `gzip`) that look like the inventory of
+// a Terraform-Cloud-style platform: long-tailed organization sizes, projects, workspaces with engine
+// versions, VCS repos, tags, runs, checks and drift, the providers, modules and resources of each workspace,
+// and teams with members.
 // Everything is drawn from a seeded PRNG (sfc32), so the same options always give byte-identical files.
 //
 // Built for volume: 1,000,000 workspaces (~5M provider rows, ~3M module rows) are written in one pass with
