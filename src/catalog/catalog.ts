@@ -22,6 +22,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
         column: f.name.replace('{engine}', 'engine'),
         type: f.type,
         version: f.version === true,
+        indexed: f.indexed === true,
         description: f.description.replace('{engine}', engine),
         index,
       };
@@ -76,3 +77,21 @@ export const ORGANIZATION_KEY_COLUMN = '_org_key';
 
 /** The column holding each row's CSV line of every field in default order (compile.ts csvLineSql). */
 export const CSV_LINE_COLUMN = '_csv';
+
+/**
+ * The columns of the index the loader stores for an indexed field of `view` (FieldDecl.indexed), beside the
+ * organization key, the row id (`_id`, which ends every order) and the view row's position (`_row`): the
+ * field's own columns, and every field that is not a string (numbers, booleans and datetimes are a few bytes
+ * a row). A page whose filters and sort read only these reads the index instead of the organization's rows;
+ * a sort by another string field reads the view's table as before. Strings are left out because they are
+ * what makes an index expensive to sort at load (docs/performance.md, session 11).
+ */
+export function indexFields(view: View, indexed: Field): Field[] {
+  return view.fields.filter((f) => f === indexed || f.type !== 'string');
+}
+
+/** The table of `view`'s index on the field stored in `column`, in a snapshot's DuckDB file. */
+export const indexTable = (view: string, column: string) => `${view}__by_${column}`;
+
+/** The column of an index that holds the view row's position in the view's table (its rowid). */
+export const INDEX_ROW_COLUMN = '_row';

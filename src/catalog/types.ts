@@ -11,6 +11,11 @@ export interface FieldDecl {
   /** SQL expression over the loader's staging tables that computes the value (see views.ts). */
   build: string;
   description: string;
+  /**
+   * Pages commonly filter a large organization's rows by this field's exact value (`is`): the loader stores
+   * an index beside the view's table (catalog.ts indexColumns), and such a page reads only the matching rows.
+   */
+  indexed?: boolean;
 }
 
 export interface ViewDecl {
@@ -45,6 +50,8 @@ export interface Field {
   description: string;
   /** Position in the view's declaration: the field's place in a row's precomputed JSON values (`_json`). */
   index: number;
+  /** The loader stores an index of the view's rows by this field's value (FieldDecl.indexed). */
+  indexed: boolean;
 }
 
 export interface View {

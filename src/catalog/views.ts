@@ -127,7 +127,7 @@ const resources: ViewDecl = {
     { name: 'project_name', type: 'string', build: 'p.name', description: 'Name of the workspace\'s project.' },
     // One leading registry.terraform.io/ is removed, exactly and case-sensitively; anything else is kept as it is.
     { name: 'provider_name', type: 'string', build: `CASE WHEN starts_with(r.provider, '${REGISTRY}') THEN substr(r.provider, ${REGISTRY.length + 1}) ELSE r.provider END`, description: 'The resource\'s provider (hashicorp/aws; built-ins such as terraform.io/builtin/terraform as they are).' },
-    { name: 'provider_type', type: 'string', build: 'r.type', description: 'The resource type (e.g. aws_instance).' },
+    { name: 'provider_type', type: 'string', indexed: true, build: 'r.type', description: 'The resource type (e.g. aws_instance).' },
     { name: 'source_id', type: 'string', build: 'r.run_id', description: 'External ID of the run that produced the state (run-<id>); null for local execution.' },
     { name: 'source_type', type: 'string', build: `CASE WHEN r.run_id IS NOT NULL THEN 'run' ELSE 'local' END`, description: 'run when a run produced the state, local for local execution.' },
     { name: 'source_updated_at', type: 'datetime', build: 'r.state_updated_at', description: 'When the state holding the resource was written.' },

@@ -1,6 +1,6 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { CSV_LINE_COLUMN, foldedColumn, ORGANIZATION_KEY_COLUMN, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { CSV_LINE_COLUMN, foldedColumn, INDEX_ROW_COLUMN, indexFields, ORGANIZATION_KEY_COLUMN, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
 import { sortKeys, type BoundValue, type Condition, type Query, type SortKey } from './query.js';
@@ -52,7 +52,14 @@ export interface CompileTarget {
    * query over one): a large organization's page finds its rows by it. Absent: DuckDB plans the fetch.
    */
   rowid?: string;
+  /**
+   * The view's indexes in the snapshot (catalog.ts indexFields): by the indexed field's column, the relation
+   * holding its rows in (organization key, value) order. Given only with `organizationKey`.
+   */
+  indexes?: readonly IndexTarget[];
 }
+
+export interface IndexTarget { column: string; relation: string }
 
 /**
  * Up to this many rows, a page in any order but the stored one reads the organization's rows whole, then
@@ -195,7 +202,7 @@ export function defaultOrder(view: View): string[] {
 }
 
 /** The columns that `fields`' filters and sort terms read: each field's, its folded copy, its version key. */
-function testedColumns(fields: Field[]): string[] {
+export function testedColumns(fields: Field[]): string[] {
   return fields.flatMap((field) => [
     col(field),
     ...(field.type === 'string' ? [folded(field)] : []),
@@ -227,10 +234,32 @@ export function organizationTest(target: CompileTarget, params: SqlValue[]): str
   return `${ident(ORGANIZATION_KEY_COLUMN)} = CAST(? AS INTEGER)`;
 }
 
+/**
+ * The index a query's matching rows can be found in: one whose field the query tests with `is` (the index
+ * stores each value's rows together, so the scan's zone maps skip the others) and that holds every field the
+ * query's conditions test; `sorted` when it holds the sort's fields too, so that the page's top rows can be
+ * ranked from it. Large organizations only: a small one's rows are few enough to read whole.
+ */
+function chooseIndex(query: Query, target: CompileTarget): { relation: string; sorted: boolean } | undefined {
+  if (target.organizationKey === undefined || target.organizationRows === undefined || target.organizationRows <= SMALL_ORGANIZATION_ROWS) return undefined;
+  for (const index of target.indexes ?? []) {
+    const field = query.view.fields.find((f) => f.column === index.column);
+    if (!field?.indexed) continue;
+    const held = new Set(indexFields(query.view, field));
+    if (!query.conditions.some((c) => c.field === field && c.operator === 'is')) continue;
+    if (!query.conditions.every((c) => held.has(c.field))) continue;
+    return { relation: index.relation, sorted: query.sort.every((k) => held.has(k.field)) };
+  }
+  return undefined;
+}
+
 export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {
   const params: SqlValue[] = [];
   const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
   const from = `FROM ${target.relation}\nWHERE ${where}`;
+  // The index holds the same columns under the same names: the same conditions, read from fewer rows.
+  const index = chooseIndex(query, target);
+  const matchFrom = index ? `FROM ${index.relation}\nWHERE ${where}` : from;
   const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
   const defaultSorted = sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
   const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
@@ -244,10 +273,13 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const storedOrder = target.defaultOrderStored === true && defaultSorted;
   const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
+  const windowCount = storedOrder && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS;
   // The page counts its matching rows itself wherever its plan reads them anyway (interface: every page
   // carries the total): one statement instead of two, and for a large organization one scan of its rows
-  // instead of two (docs/performance.md).
-  const pageCountsTotal = knownTotal === undefined && (small || storedOrder || target.rowid !== undefined);
+  // instead of two (docs/performance.md). Not a larger organization's page in stored order: beside a scalar
+  // count subquery, DuckDB returned a rare value's rows out of stored order (a later vector's rows first),
+  // so that page is a plain scan and its count a statement of its own (docs/performance.md, session 11).
+  const pageCountsTotal = knownTotal === undefined && (small || windowCount || (!storedOrder && target.rowid !== undefined));
   const total = (rows: string) => (pageCountsTotal ? `, (SELECT count(*) FROM ${rows}) AS "_total"` : '');
   const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
   const orderBy = storedOrder ? '' : `ORDER BY ${sortTerms.join(', ')}\n`;
@@ -256,29 +288,31 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   if (small) {
     // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
     pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
-  } else if (storedOrder && pageCountsTotal && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS) {
+  } else if (windowCount && pageCountsTotal) {
     // An empty OVER () keeps the scan's order (DuckDB preserves insertion order through it), and LIMIT
     // applies after the window has counted every matching row.
     pageSql = `${select}, count(*) OVER () AS "_total"\n${from}\nLIMIT ? OFFSET ?`;
   } else if (storedOrder || target.rowid === undefined) {
-    // The count is a second scan of the organization's matching rows, in the same statement.
-    pageSql = `${select}${total(`(SELECT 1 ${from})`)}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
-    if (pageCountsTotal) pageParams = [...params, ...pageParams];
+    // The count, when one is wanted, is the `count` statement: from the index where one holds the conditions.
+    pageSql = `${select}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
   } else {
     // The row-id fetch, written out: the page's row ids are the top of the matching rows by the sort
     // columns alone; only those rows' wide columns are then read, by a scan that the organization's key
     // keeps to its row groups (DuckDB's own rewrite scanned the whole table: docs/performance.md). When the
     // total is wanted, the matching rows' ids and sort columns are kept once and both count and rank read them.
+    // With an index that holds the sort's fields, the matching rows are the index's: their positions in the
+    // view's table (`_row`) are what the fetch looks up.
     const outer: SqlValue[] = [];
     const rowid = target.rowid;
+    const ranked = index?.sorted ? { from: matchFrom, rowid: ident(INDEX_ROW_COLUMN) } : { from, rowid };
     const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.relation}\nWHERE ${organizationTest(target, outer)}\n  AND ${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
     pageSql = pageCountsTotal
-      ? `WITH matching AS MATERIALIZED (SELECT ${rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${from})\n${fetch('SELECT "_rowid" FROM matching')}`
+      ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch('SELECT "_rowid" FROM matching')}`
       : fetch(`SELECT ${rowid}\n${from}`);
     pageParams = pageCountsTotal ? [...params, ...outer, BigInt(query.page.size), offset] : [...outer, ...pageParams];
   }
   return {
-    count: { sql: `SELECT count(*) AS n\n${from}`, params: [...params] },
+    count: { sql: `SELECT count(*) AS n\n${matchFrom}`, params: [...params] },
     page: { sql: pageSql, params: pageParams },
     pageCountsTotal,
     ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),

@@ -87,7 +87,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
   }
   await fsyncPath(tmp);
   await fs.rename(tmp, join(dir, COMPACT_FILE));
-  const { csvLines: _lines, ...kept } = manifest;
+  const { csvLines: _lines, indexes: _indexes, ...kept } = manifest;
   const compacted: Manifest = {
     ...kept,
     files: {},

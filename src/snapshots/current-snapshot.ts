@@ -5,7 +5,8 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
-import type { CompileTarget } from '../query/compile.js';
+import { ident, type CompileTarget } from '../query/compile.js';
+import { indexTable } from '../catalog/catalog.js';
 import {
   listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
@@ -110,6 +111,9 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
         defaultOrderStored: csvLines !== undefined,
+        ...(attachment && manifest.organizationKeys && manifest.indexes?.[view]
+          ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: `"${attachment!.alias}".${ident(indexTable(view, column))}` })) }
+          : {}),
       };
     },
   };

@@ -114,6 +114,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       organizationKeys,
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
+      indexes: Object.fromEntries(views.filter((v) => v.indexes.length > 0).map((v) => [v.view, v.indexes.map((i) => i.column)])),
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -161,6 +162,12 @@ async function organizationRanges(db: DuckDBConnection, workspaces: number): Pro
     held += n;
   }
   return ranges;
+}
+
+/** The organization keys of a range of organization names (keys are numbered in name order). */
+async function keyRange(db: DuckDBConnection, [first, last]: [string, string]): Promise<[number, number]> {
+  const row = (await db.runAndReadAll('SELECT min(k), max(k) FROM org_keys WHERE name BETWEEN $1 AND $2', [first, last])).getRows()[0]!;
+  return [Number(row[0]), Number(row[1])];
 }
 
 async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions,
@@ -222,7 +229,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
     const ranges = await organizationRanges(db, opts.sliceWorkspaces ?? SLICE_WORKSPACES);
-    for (const { view, file, sorted, derive } of views) {
+    for (const { view, file, sorted, derive, indexes } of views) {
       // A range of organizations at a time, in name order: each range is sorted, derived and appended before
       // the next, so the rows land in the view's stored order and a sort spills one range's rows at most.
       for (const [i, range] of ranges.entries()) {
@@ -235,6 +242,16 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
         }
         await step(`writing ${view}${of}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
         await db.run('DROP TABLE sorted_rows');
+      }
+      for (const index of indexes) {
+        // By ranges of organization keys as the view was built (names and keys order alike): each range's
+        // sort holds its own rows only.
+        for (const [i, range] of ranges.entries()) {
+          const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
+          const keys = ranges.length > 1 ? await keyRange(db, range) : undefined;
+          const select = index.select(`snapshot_out."${view}"`, keys);
+          await step(`indexing ${view} by ${index.column}${of}`, i === 0 ? `CREATE TABLE snapshot_out."${index.table}" AS ${select}` : `INSERT INTO snapshot_out."${index.table}" ${select}`);
+        }
       }
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
       const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);

@@ -43,6 +43,11 @@ export interface Manifest {
   rowJson?: boolean;
   /** View → the fields (Field.index, in order) of each row's stored CSV line (`_csv`); absent in older snapshots. */
   csvLines?: Record<string, number[]>;
+  /**
+   * View → the columns of its indexed fields whose index tables the DuckDB file holds (catalog.ts indexTable);
+   * absent in older and compacted snapshots, whose pages read the view's table.
+   */
+  indexes?: Record<string, string[]>;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */

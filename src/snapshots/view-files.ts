@@ -5,8 +5,8 @@
 // does), then the view's default order, so that a query reads only its organization's row groups and a
 // default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, CSV_LINE_COLUMN, ORGANIZATION_KEY_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
-import { csvLineSql, defaultOrder, rowJsonSql, storedFoldSql } from '../query/compile.js';
+import { catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
 import { sqlLiteral } from './staging.js';
@@ -27,6 +27,19 @@ export interface ViewStatements {
   sorted: (organizations?: readonly [string, string]) => string;
   derive: (table: string) => string;
   csvLines: number[];
+  indexes: IndexStatement[];
+}
+
+/**
+ * An index of a view by one field (FieldDecl.indexed): `select(table)` reads the view's built table and
+ * orders its rows by organization key, the field's value, then their position, so that each organization's
+ * rows of one value lie together and stay in the view's stored order; given a range of organization keys
+ * (inclusive), only theirs.
+ */
+export interface IndexStatement {
+  column: string;
+  table: string;
+  select: (table: string, keys?: readonly [number, number]) => string;
 }
 
 export function viewStatements(): ViewStatements[] {
@@ -62,7 +75,18 @@ export function viewStatements(): ViewStatements[] {
     const derive = (table: string) => `
       SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}
       FROM ${table} t`;
-    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index) };
+    const indexes = view.fields.filter((f) => f.indexed).map((field): IndexStatement => {
+      const columns = ['rowid AS ' + ident(INDEX_ROW_COLUMN), ident(ORGANIZATION_KEY_COLUMN), '"_id"', ...testedColumns(indexFields(view, field))];
+      return {
+        column: field.column,
+        table: indexTable(decl.name, field.column),
+        select: (table, keys) => `
+          SELECT ${columns.join(', ')} FROM ${table}
+          ${keys ? `WHERE ${ident(ORGANIZATION_KEY_COLUMN)} BETWEEN ${keys[0]} AND ${keys[1]}` : ''}
+          ORDER BY ${ident(ORGANIZATION_KEY_COLUMN)}, ${ident(field.column)}, rowid`,
+      };
+    });
+    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index), indexes };
   });
 }
 

@@ -12,7 +12,8 @@ import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSample } from '../../src/snapshots/sample.js';
-import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { readCurrentId, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
+import { indexTable } from '../../src/catalog/catalog.js';
 import { openServingInstance } from '../../src/duckdb/open-instance.js';
 import { pageJson, pageRows } from '../../workers/page-json.js';
 
@@ -35,6 +36,12 @@ const QUERIES = [
   'type=resources&sort=-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance',
   'type=resources&sort=terraform_version,address&fields=address,terraform_version,billable_rum&filter%5B0%5D%5Bbillable_rum%5D%5Bis%5D%5B0%5D=false',
   'type=resources&sort=-module_name&filter%5B0%5D%5Bsource_type%5D%5Bis%5D%5B0%5D=local',
+  // The index on provider_type: ranked from it (datetime, boolean sorts), counted from it (a string sort),
+  // several values, a second filter it holds, one it does not hold, a page past the first.
+  'type=resources&sort=billable_rum,-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_iam_role&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B1%5D=random_id&page%5Bnumber%5D=2&page%5Bsize%5D=7',
+  'type=resources&sort=address&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_subnet&filter%5B1%5D%5Bbillable_rum%5D%5Bis%5D%5B0%5D=true',
+  'type=resources&sort=-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_iam_role&filter%5B1%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=a',
+  'type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=terraform_data&filter%5B1%5D%5Bprovider_type%5D%5Bcontains%5D%5B0%5D=DATA',
   'type=workspaces&sort=-current_rum_count&fields=workspace_name,resource_count,current_rum_count,source_module_id',
   'type=providers&filter%5B0%5D%5Bcurated%5D%5Bis%5D%5B0%5D=true',
 ];
@@ -82,9 +89,9 @@ describe('the two page plans', function () {
     // At any size: a small organization's page in stored order is a plain scan too.
     expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, 10)).to.not.include('ORDER BY').and.not.include('org_rows');
     expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', false, 10)).to.include('org_rows');
-    // A small organization's filtered page counts in its own scan; a larger one in a second scan.
+    // A small organization's filtered page counts in its own scan; a larger one's count is a statement apart.
     expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, WINDOW_COUNT_ROWS)).to.include('count(*) OVER ()').and.not.include('SELECT count(*)');
-    expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, WINDOW_COUNT_ROWS + 1)).to.include('SELECT count(*)').and.not.include('OVER');
+    expect(sql('type=resources&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=x', true, WINDOW_COUNT_ROWS + 1)).to.not.include('count(*)');
     expect(sql('type=resources', false)).to.not.include('rowid');
     expect(sql('type=resources', false)).to.include('ORDER BY');
     expect(sql('type=resources&sort=-workspace_name,address', true)).to.not.include('rowid');
@@ -106,7 +113,7 @@ describe('the two page plans', function () {
     const { query } = parseQueryParameters('terraform', decodeQueryString(filtered));
     expect(compileQuery(query, { relation: 'r', organization: 'o', organizationRows: 50_000, rowid: 'rowid' }).pageCountsTotal).to.equal(true);
     expect(compileQuery(query, { relation: 'r', organization: 'o', organizationRows: 50_000, rowid: 'rowid' }).page.sql).to.match(/^WITH matching AS MATERIALIZED/);
-    expect(compileQuery(query, { relation: 'r', organization: 'o', organizationRows: 50_000, defaultOrderStored: true }).pageCountsTotal).to.equal(true);
+    expect(compileQuery(query, { relation: 'r', organization: 'o', organizationRows: 50_000, defaultOrderStored: true }).pageCountsTotal).to.equal(false); // a scan in stored order: counted apart
     expect(compileQuery(query, { relation: 'r', organization: 'o', organizationRows: 50_000 }).pageCountsTotal).to.equal(false); // no row ids: DuckDB's plan, counted apart
     expect(compileQuery(parseQueryParameters('terraform', decodeQueryString('type=workspaces&sort=-drifted')).query, { relation: 'r', organization: 'o', organizationRows: 50_000, rowid: 'rowid' }).knownTotal).to.equal(50_000);
   });
@@ -119,34 +126,36 @@ describe('the two page plans', function () {
         const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
         /** The page's JSON:API data as the worker builds it, from either layout and either plan. */
         /** `keyed`: by the organization's key, fetching by row id as the service does; `query`: over a query of the table, as a compacted snapshot's. */
-        const run = async (organizationRows: number | undefined, rowJson: boolean, defaultOrderStored = false, keyed: false | 'table' | 'query' = false) => {
+        const run = async (organizationRows: number | undefined, rowJson: boolean, defaultOrderStored = false, keyed: false | 'table' | 'query' = false, indexed = false) => {
           const organizationKey = keyed ? organizationKeys()[organization] : undefined;
           if (keyed) expect(organizationKey, organization).to.be.a('number');
           const table = `snapshot."${query.view.name}"`;
           const relation = keyed === 'query' ? `(SELECT rowid AS "_rowid", * FROM ${table})` : table;
           const rowid = keyed === 'query' ? '"_rowid"' : keyed === 'table' ? 'rowid' : undefined;
-          const compiled = compileQuery(query, { relation, organization, organizationKey, organizationRows, rowJson, defaultOrderStored, rowid });
+          const indexes = indexed ? (manifest().indexes?.[query.view.name] ?? []).map((column) => ({ column, relation: `snapshot.${indexTable(query.view.name, column)}` })) : undefined;
+          const compiled = compileQuery(query, { relation, organization, organizationKey, organizationRows, rowJson, defaultOrderStored, rowid, indexes });
+          if (indexed) indexPlans.add(compiled.page.sql.includes('"_row" AS "_rowid"') ? 'ranked' : compiled.count.sql.includes('__by_') ? 'counted' : 'unused');
           expect(compiled.page.sql.includes('"_org_key"')).to.equal(keyed !== false);
           // The fetch written out: the page's row ids first, then only their rows.
           if (rowid && organizationRows !== 1 && !defaultOrderStored) expect(compiled.page.sql).to.include(`${rowid} IN (SELECT `);
           expect(compiled.valueIndexes !== undefined).to.equal(rowJson);
           // Read as the worker reads a page: the row JSON as bytes.
           let rows = await pageRows(await c.run(compiled.page.sql, compiled.page.params as DuckDBValue[]), rowJson);
+          // Every plan's count statement (from an index too) gives the total; a page that carries it must agree.
+          const total = (await read(compiled.count.sql, compiled.count.params))[0]![0];
           if (compiled.pageCountsTotal) {
-            // The small plan of a filtered query carries the total in each row: it must be the count's.
-            const total = (await read(compiled.count.sql, compiled.count.params))[0]![0];
             for (const row of rows) expect(row[row.length - 1], 'the total a page carries').to.equal(total);
             rows = rows.map((row) => row.slice(0, -1));
           }
-          return { rows: rows.length, json: pageJson(rows, { rowType: query.view.rowType, attributes: query.fields.map((f) => f.attribute), valueIndexes: compiled.valueIndexes }).toString() };
+          return { rows: rows.length, total, json: pageJson(rows, { rowType: query.view.rowType, attributes: query.fields.map((f) => f.attribute), valueIndexes: compiled.valueIndexes }).toString() };
         };
         const columns = await run(undefined, false);
         // The stored-order variants sort a default-ordered page by rowid; the others by the sort keys.
         // A size above the line with no filter is a known total (the fetch without counting); unknown, it counts.
         const large = SMALL_ORGANIZATION_ROWS + 1;
-        for (const [organizationRows, rowJson, stored] of [[1, false, false], [1, true, false], [undefined, true, false], [large, true, false], [large, false, false], [1, true, true], [undefined, true, true], [1, false, true]] as const) {
-          for (const keyed of [false, 'table', 'query'] as const) {
-            expect(await run(organizationRows, rowJson, stored, keyed), `${organization}, ${organizationRows === 1 ? 'whole' : 'fetched'}, ${rowJson ? 'row JSON' : 'columns'}${stored ? ', by rowid' : ''}${keyed ? `, by key over a ${keyed}` : ''}`).to.deep.equal(columns);
+        for (const [organizationRows, rowJson, stored] of [[1, false, false], [1, true, false], [undefined, true, false], [large, true, false], [large, false, false], [1, true, true], [undefined, true, true], [1, false, true], [large, true, true]] as const) {
+          for (const [keyed, indexed] of [[false, false], ['table', false], ['query', false], ['table', true]] as const) {
+            expect(await run(organizationRows, rowJson, stored, keyed, indexed), `${organization}, ${organizationRows === 1 ? 'whole' : 'fetched'}, ${rowJson ? 'row JSON' : 'columns'}${stored ? ', by rowid' : ''}${keyed ? `, by key over a ${keyed}` : ''}${indexed ? ', with the indexes' : ''}`).to.deep.equal(columns);
           }
         }
         if (columns.rows > 0) nonEmpty++;
@@ -155,7 +164,13 @@ describe('the two page plans', function () {
     });
   }
 
-  const organizationKeys = () => JSON.parse(readFileSync(join(snapshotPath(dir, currentSnapshot), 'manifest.json'), 'utf8')).organizationKeys as Record<string, number>;
+  const manifest = () => JSON.parse(readFileSync(join(snapshotPath(dir, currentSnapshot), 'manifest.json'), 'utf8')) as Manifest;
+  const organizationKeys = () => manifest().organizationKeys!;
+  /** Which ways the queries above used the indexes: each must have been taken by one of them at least. */
+  const indexPlans = new Set<string>();
+  it('used the index to rank a page, to count one, and not at all', () => {
+    expect([...indexPlans].sort()).to.deep.equal(['counted', 'ranked', 'unused']);
+  });
   let currentSnapshot: string;
   before(async () => { currentSnapshot = (await readCurrentId(dir))!; });
 

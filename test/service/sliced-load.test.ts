@@ -34,19 +34,32 @@ describe('a load sorted in ranges of organizations', function () {
       expect(ranges, `the sliced load wrote ${view} in ranges`).to.have.length(1);
       expect(Number(/of (\d+)/.exec(ranges[0]!)![1])).to.be.above(3);
     }
+    expect(progress.filter((m) => /(^|· )indexing resources by provider_type \(organizations 1 of \d+\)$/.test(m))).to.have.length(1);
 
     const db = await openInstance(':memory:', { threads: '1' });
     const c = await db.connect();
     try {
       await c.run(`ATTACH '${join(snapshotPath(whole, (await readCurrentId(whole))!), DATABASE_FILE)}' AS a (READ_ONLY)`);
       await c.run(`ATTACH '${join(snapshotPath(sliced, (await readCurrentId(sliced))!), DATABASE_FILE)}' AS b (READ_ONLY)`);
-      for (const view of VIEW_NAMES) {
+      const tables = async (db: string) => (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = '${db}' ORDER BY table_name`)).getRows().map(([t]) => t as string);
+      // The view tables and their indexes (resources__by_provider_type), nothing else.
+      expect(await tables('a')).to.deep.equal([...VIEW_NAMES, 'resources__by_provider_type'].sort());
+      expect(await tables('b')).to.deep.equal(await tables('a'));
+      for (const table of await tables('a')) {
         // Every column, in stored order (rowid): any difference in a value or in the order shows.
-        const rows = async (db: string) => (await c.runAndReadAll(`SELECT * FROM ${db}."${view}" ORDER BY rowid`, [] as DuckDBValue[])).getRows();
+        const rows = async (db: string) => (await c.runAndReadAll(`SELECT * FROM ${db}."${table}" ORDER BY rowid`, [] as DuckDBValue[])).getRows();
         const [a, b] = [await rows('a'), await rows('b')];
-        expect(a.length, view).to.be.above(0);
-        expect(b, view).to.deep.equal(a);
+        expect(a.length, table).to.be.above(0);
+        expect(b, table).to.deep.equal(a);
       }
+      // The index: every resource once, by organization then type, each pointing at its row of the view.
+      const index = await c.runAndReadAll(`
+        SELECT count(*), count(*) FILTER (WHERE i._id IS DISTINCT FROM r._id OR i.provider_type IS DISTINCT FROM r.provider_type OR i.source_updated_at IS DISTINCT FROM r.source_updated_at),
+          (SELECT count(*) FROM b.resources),
+          bool_and(i._org_key = r._org_key),
+          (SELECT count(*) FROM (SELECT rowid AS position, row_number() OVER (ORDER BY _org_key, provider_type, _row) - 1 AS ranked FROM b.resources__by_provider_type) WHERE position <> ranked)
+        FROM b.resources__by_provider_type i LEFT JOIN b.resources r ON r.rowid = i._row`);
+      expect(index.getRows()[0]!.map(Number)).to.deep.equal([Number(index.getRows()[0]![2]), 0, Number(index.getRows()[0]![2]), 1, 0]);
     } finally {
       c.closeSync();
       db.closeSync();
