@@ -20,13 +20,14 @@ export function renderViewDocs(): string {
     '|---|---|',
     ...Object.entries(OPERATORS_BY_TYPE).map(([type, ops]) => `| ${type} | ${ops.map((o) => `\`${o}\``).join(', ')} |`),
     '',
-    'Fields marked *version* sort by version precedence (interface §5).',
+    'Fields marked *version* sort by version precedence (interface §5). Fields marked *indexed* have an index in',
+    'the snapshot: a large organization\'s page that filters one with `is` reads only the matching rows.',
   ];
   for (const view of catalog.views) {
     out.push('', `## \`${view.name}\``, '', `${view.description} Row type \`${view.rowType}\`; default sort \`${view.defaultSort.join(',')}\`, then the row id.`, '');
     out.push('| field | JSON attribute | type | meaning |', '|---|---|---|---|');
     for (const f of view.fields) {
-      out.push(`| \`${f.name}\` | \`${f.attribute}\` | ${f.type}${f.version ? ' (version)' : ''} | ${f.description.replace(/\|/g, '\\|')} |`);
+      out.push(`| \`${f.name}\` | \`${f.attribute}\` | ${f.type}${f.version ? ' (version)' : ''}${f.indexed ? ' (indexed)' : ''} | ${f.description.replace(/\|/g, '\\|')} |`);
     }
   }
   return out.join('\n') + '\n';
