@@ -185,6 +185,31 @@ describe('compileQuery: SQL text', () => {
     const c = compile('type=workspaces');
     expect(c.count.sql).to.equal(`SELECT count(*) AS n\nFROM ${RELATION}\nWHERE "_org" = ?`);
   });
+
+  it('reads an index only for a large organization whose page tests its field with is and only fields it holds', () => {
+    const INDEX = 'res_by_type';
+    const plan = (raw: string, over: { organizationRows?: number; organizationKey?: number } = {}) => {
+      const c = compileQuery(query(raw), {
+        relation: 'res', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid: 'rowid', defaultOrderStored: true,
+        indexes: [{ column: 'provider_type', relation: INDEX }], ...over,
+      });
+      return c.page.sql.includes(`"_row" AS "_rowid"`) ? 'ranked' : c.count.sql.includes(INDEX) ? 'counted' : 'unused';
+    };
+    const type = filter(0, 'provider_type', 'is', 'aws_instance');
+    expect(plan(`type=resources&${type}&sort=-source_updated_at`)).to.equal('ranked');
+    expect(plan(`type=resources&${type}&${filter(1, 'billable_rum', 'is', 'true')}&sort=billable_rum,-source_updated_at`)).to.equal('ranked');
+    // A sort by a string the index does not hold: the matching rows are counted there, ranked in the table.
+    expect(plan(`type=resources&${type}&sort=address`)).to.equal('counted');
+    expect(plan(`type=resources&${type}`)).to.equal('counted'); // the default order: a scan in stored order
+    // A condition on a field the index does not hold, or no `is` on its field: the table alone.
+    expect(plan(`type=resources&${type}&${filter(1, 'workspace_name', 'contains', 'a')}&sort=-source_updated_at`)).to.equal('unused');
+    expect(plan(`type=resources&${filter(0, 'provider_type', 'is_not', 'aws_instance')}&sort=-source_updated_at`)).to.equal('unused');
+    expect(plan(`type=resources&${filter(0, 'provider_type', 'contains', 'aws')}&sort=-source_updated_at`)).to.equal('unused');
+    // A small organization is read whole; without its key (or its size) the index is not used either.
+    expect(plan(`type=resources&${type}&sort=-source_updated_at`, { organizationRows: 10_000 })).to.equal('unused');
+    expect(plan(`type=resources&${type}&sort=-source_updated_at`, { organizationKey: undefined })).to.equal('unused');
+    expect(plan(`type=resources&${type}&sort=-source_updated_at`, { organizationRows: undefined })).to.equal('unused');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------
