@@ -13,7 +13,7 @@ export interface FieldDecl {
   description: string;
   /**
    * Pages commonly filter a large organization's rows by this field's exact value (`is`): the loader stores
-   * an index beside the view's table (catalog.ts indexColumns), and such a page reads only the matching rows.
+   * an index beside the view's table (catalog.ts indexFields), and such a page reads only the matching rows.
    */
   indexed?: boolean;
 }
