@@ -143,31 +143,30 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
  */
 const SLICE_WORKSPACES = 1_000_000;
 
+/** A range of consecutive organizations, inclusive: by name for the view builds, by key for the indexes. */
+interface OrganizationRange { names: [string, string]; keys: [number, number] }
+
 /**
- * Consecutive ranges of organization names (inclusive), in name order, each holding at most `workspaces`
- * workspaces unless one organization alone holds more.
+ * Consecutive ranges of organizations, in name order (which is key order), each holding at most
+ * `workspaces` workspaces unless one organization alone holds more.
  */
-async function organizationRanges(db: DuckDBConnection, workspaces: number): Promise<[string, string][]> {
+async function organizationRanges(db: DuckDBConnection, workspaces: number): Promise<OrganizationRange[]> {
   const counts = (await db.runAndReadAll(
-    'SELECT o.name, count(w.id) FROM org_keys o LEFT JOIN src_workspaces w ON w.organization = o.name GROUP BY o.name, o.k ORDER BY o.k',
-  )).getRows().map(([name, n]) => [name as string, Number(n)] as const);
-  const ranges: [string, string][] = [];
+    'SELECT o.name, o.k, count(w.id) FROM org_keys o LEFT JOIN src_workspaces w ON w.organization = o.name GROUP BY o.name, o.k ORDER BY o.k',
+  )).getRows().map(([name, k, n]) => [name as string, Number(k), Number(n)] as const);
+  const ranges: OrganizationRange[] = [];
   let held = 0;
-  for (const [name, n] of counts) {
+  for (const [name, k, n] of counts) {
     if (ranges.length === 0 || held + n > workspaces) {
-      ranges.push([name, name]);
+      ranges.push({ names: [name, name], keys: [k, k] });
       held = 0;
     }
-    ranges[ranges.length - 1]![1] = name;
+    const last = ranges[ranges.length - 1]!;
+    last.names[1] = name;
+    last.keys[1] = k;
     held += n;
   }
   return ranges;
-}
-
-/** The organization keys of a range of organization names (keys are numbered in name order). */
-async function keyRange(db: DuckDBConnection, [first, last]: [string, string]): Promise<[number, number]> {
-  const row = (await db.runAndReadAll('SELECT min(k), max(k) FROM org_keys WHERE name BETWEEN $1 AND $2', [first, last])).getRows()[0]!;
-  return [Number(row[0]), Number(row[1])];
 }
 
 async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions,
@@ -234,7 +233,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       // the next, so the rows land in the view's stored order and a sort spills one range's rows at most.
       for (const [i, range] of ranges.entries()) {
         const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
-        await step(`sorting ${view}${of}`, `CREATE TEMP TABLE sorted_rows AS ${ranges.length > 1 ? sorted(range) : sorted()}`);
+        await step(`sorting ${view}${of}`, `CREATE TEMP TABLE sorted_rows AS ${ranges.length > 1 ? sorted(range.names) : sorted()}`);
         if (i === 0) {
           const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
             `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
@@ -248,8 +247,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
         // sort holds its own rows only.
         for (const [i, range] of ranges.entries()) {
           const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
-          const keys = ranges.length > 1 ? await keyRange(db, range) : undefined;
-          const select = index.select(`snapshot_out."${view}"`, keys);
+          const select = index.select(`snapshot_out."${view}"`, ranges.length > 1 ? range.keys : undefined);
           await step(`indexing ${view} by ${index.column}${of}`, i === 0 ? `CREATE TABLE snapshot_out."${index.table}" AS ${select}` : `INSERT INTO snapshot_out."${index.table}" ${select}`);
         }
       }
