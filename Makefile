@@ -84,7 +84,7 @@ bench-load-phases: build
 bench-100m: build
 	node dist/bench/hundred-million.js
 
-# Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, a memory
-# trend over 10 %, or FIFOs left behind. SOAK_SECONDS overrides the length.
+# Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, an RSS
+# trend over 5 % after warm-up, or FIFOs left behind. SOAK_SECONDS overrides the length (issue 12: 1800).
 soak: build
 	node dist/bench/soak.js
