@@ -82,6 +82,12 @@ export async function stopServerProcess(child: ChildProcess): Promise<number | n
   return exited;
 }
 
+/** The `p` quantile (0–1) of `values`, which are sorted in place; NaN when there are none. */
+export function percentile(values: number[], p: number): number {
+  values.sort((a, b) => a - b);
+  return values[Math.min(values.length - 1, Math.floor(values.length * p))] ?? Number.NaN;
+}
+
 /** One request of a mixed load: its kind (reported apart), path and headers. */
 export interface MixedRequest { kind: string; path: string; headers: Record<string, string> }
 
@@ -127,12 +133,10 @@ Promise<{ rps: number; errors: number; kinds: Record<string, KindFigures> }> {
   await Promise.all(Array.from({ length: connections }, async () => { while (performance.now() < end) await one(pick()); }));
   const elapsed = (performance.now() - started) / 1000;
   agent.destroy();
-  const percentile = (sorted: number[], p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN);
   const kinds: Record<string, KindFigures> = {};
   for (const [kind, s] of samples) {
-    s.ms.sort((a, b) => a - b);
     kinds[kind] = {
-      requests: s.ms.length, p50_ms: percentile(s.ms, 0.5), p99_ms: percentile(s.ms, 0.99), statuses: s.statuses,
+      requests: s.ms.length, p50_ms: Math.round(percentile(s.ms, 0.5)), p99_ms: Math.round(percentile(s.ms, 0.99)), statuses: s.statuses,
       ...(s.mbs.length > 0 ? { slowest_mb_s: Math.round(Math.min(...s.mbs) * 10) / 10 } : {}),
     };
   }

@@ -16,7 +16,7 @@ import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openSnapshot } from '../src/snapshots/current-snapshot.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { cpuSeconds, ensureSample, mixedLoad, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
+import { cpuSeconds, ensureSample, mixedLoad, percentile, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 
@@ -170,8 +170,7 @@ async function httpOverEngine(id: string, org: string, query: string, url: strin
   page.destroySync();
   c.closeSync();
   db.closeSync();
-  const median = (v: number[]) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
-  return { http: median(http), engine: median(engine) };
+  return { http: percentile(http, 0.5), engine: percentile(engine, 0.5) };
 }
 
 /** Best of three exports of a view of the largest organization: MB/s, first byte, server RSS growth. */

@@ -17,7 +17,7 @@ import { issueToken } from '../src/access/tokens.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
 import { writeSample } from '../src/snapshots/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { CLI, cpuSeconds, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { CLI, cpuSeconds, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 
 const run = promisify(execFile);
 const DIR = resolve(process.env.SCALE_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench-scale'));
@@ -78,7 +78,7 @@ async function measure(workspaces: number): Promise<Point> {
 const points: Point[] = [];
 for (const size of SIZES) points.push(await measure(size));
 const p50s = points.map((p) => p.p50);
-const mid = [...p50s].sort((a, b) => a - b)[Math.floor(p50s.length / 2)]!;
+const mid = percentile([...p50s], 0.5);
 // ±25 % of each other: every p50 within a quarter of the middle one.
 const pass = p50s.every((p) => Math.abs(p - mid) <= 0.25 * mid) && points.every((p) => p.non2xx === 0);
 const table = ['| workspaces | p50 | p99 | req/s | CPU ms/req |', '|---|---|---|---|---|',
