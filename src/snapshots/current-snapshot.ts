@@ -98,7 +98,9 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       if (!parquet && !attachment) throw new Error(`snapshot ${id} has no file for view ${view}`);
       const csvLines = attachment ? manifest.csvLines?.[view] : undefined;
       const rows = manifest.organizationRows?.[view];
-      const table = attachment ? `"${attachment.alias}"."${view}"` : parquet!;
+      // A table of the snapshot's DuckDB file, as the workers attach it.
+      const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
+      const table = attachment ? inFile(view) : parquet!;
       return {
         relation: table,
         ...(attachment ? { rowid: 'rowid' } : {}),
@@ -112,7 +114,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
         defaultOrderStored: csvLines !== undefined,
         ...(attachment && manifest.organizationKeys && manifest.indexes?.[view]
-          ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: `"${attachment!.alias}".${ident(indexTable(view, column))}` })) }
+          ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: inFile(indexTable(view, column)) })) }
           : {}),
       };
     },
