@@ -95,3 +95,17 @@ export const indexTable = (view: string, column: string) => `${view}__by_${colum
 
 /** The column of an index that holds the view row's position in the view's table (its rowid). */
 export const INDEX_ROW_COLUMN = '_row';
+
+/**
+ * The column holding each row's position in its view's table (equal to its rowid), with an ART index on it
+ * (positionIndex). A page fetches its rows by position: DuckDB turns the fetch's `IN` filter into an index
+ * lookup of those rows alone, where a `rowid` filter is tested on every row of the organization
+ * (docs/performance.md, session 13).
+ */
+export const POSITION_COLUMN = '_pos';
+
+/** The ART index on a view table's POSITION_COLUMN, in a snapshot's DuckDB file. */
+export const positionIndex = (view: string) => `${view}__pos`;
+
+/** The columns of the DuckDB file that serve pages and exports; the portable and compacted forms leave them out. */
+export const SERVING_COLUMNS = [ROW_JSON_COLUMN, CSV_LINE_COLUMN, POSITION_COLUMN] as const;

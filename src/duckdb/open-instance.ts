@@ -3,6 +3,7 @@
 // UTC the loader shifted every stored time by the host's offset. The setting belongs to the ICU extension,
 // which is not loaded while the instance is being created, so it is set right after, for the whole instance.
 import { DuckDBInstance } from '@duckdb/node-api';
+import { MAX_PAGE_SIZE } from '../query/validate.js';
 
 /** Opens an instance with the host-independent settings, then `settings` (statements run once, instance-wide). */
 export async function openInstance(path: string, options: Record<string, string> = {}, settings: readonly string[] = []): Promise<DuckDBInstance> {
@@ -34,6 +35,11 @@ export const SERVING_SETTINGS = [
   // after 1 ms. The compiler writes the row-id fetch itself where it pays, with the organization's key on
   // both scans (compile.ts, docs/performance.md).
   "SET GLOBAL disabled_optimizers = 'late_materialization'",
+  // A join passes the scan on its other side an `IN` filter of its build side's values only up to this many
+  // (DuckDB's default: 50), and a min-max range beyond. A page's fetch of its rows by position is such a join:
+  // with a page of 51 to 100 rows the range covered most of a large organization, and the page took 250 ms
+  // instead of 10 (docs/performance.md, session 13). Every page fits: the largest is MAX_PAGE_SIZE rows.
+  `SET GLOBAL dynamic_or_filter_threshold = ${MAX_PAGE_SIZE}`,
 ];
 
 export const openServingInstance = (options: Record<string, string>) => openInstance(':memory:', options, SERVING_SETTINGS);

@@ -53,6 +53,12 @@ export interface CompileTarget {
    */
   rowid?: string;
   /**
+   * The position is a column with an ART index on it (catalog.ts POSITION_COLUMN). The fetch then tests it
+   * alone: DuckDB looks a scan's `IN` filter up in an index only when it is the scan's one filter, and the
+   * positions come from the organization's own rows, so the organization test adds nothing there.
+   */
+  rowidIndexed?: boolean;
+  /**
    * The view's indexes in the snapshot (catalog.ts indexFields): by the indexed field's column, the relation
    * holding its rows in (organization key, value) order. Given only with `organizationKey`.
    */
@@ -305,7 +311,8 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
     const outer: SqlValue[] = [];
     const rowid = target.rowid;
     const ranked = index?.sorted ? { from: matchFrom, rowid: ident(INDEX_ROW_COLUMN) } : { from, rowid };
-    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.relation}\nWHERE ${organizationTest(target, outer)}\n  AND ${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
+    const organization = target.rowidIndexed ? '' : `${organizationTest(target, outer)}\n  AND `;
+    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
     pageSql = pageCountsTotal
       ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch('SELECT "_rowid" FROM matching')}`
       : fetch(`SELECT ${rowid}\n${from}`);

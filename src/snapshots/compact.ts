@@ -8,9 +8,9 @@
 // loader's own expression: the same answers, from a fraction of the bytes.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { catalogFor, CSV_LINE_COLUMN, foldedColumn, ROW_JSON_COLUMN, VIEW_NAMES } from '../catalog/catalog.js';
+import { catalogFor, foldedColumn, SERVING_COLUMNS, VIEW_NAMES } from '../catalog/catalog.js';
 import { openInstance } from '../duckdb/open-instance.js';
-import { storedFoldSql } from '../query/compile.js';
+import { ident, storedFoldSql } from '../query/compile.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
 } from './snapshot-dir.js';
@@ -70,7 +70,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     await db.run(`ATTACH ${sqlLiteral(tmp)} AS compact_snapshot`);
     for (const view of views) {
       const sparse = foldedColumns(view).map(({ column, folded }) => `${storedFoldSql(`"${column}"`, `"${folded}"`)} AS "${folded}"`);
-      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") REPLACE (${sparse.join(', ')}) FROM full_snapshot."${view}"`);
+      await db.run(`CREATE TABLE compact_snapshot."${view}" AS SELECT * EXCLUDE (${SERVING_COLUMNS.map(ident).join(', ')}) REPLACE (${sparse.join(', ')}) FROM full_snapshot."${view}"`);
       const rows = Number((await db.runAndReadAll(`SELECT count(*) FROM compact_snapshot."${view}"`)).getRows()[0]![0] as bigint);
       if (rows !== manifest.rows[view]) throw new Error(`compacting ${manifest.id}: ${view} has ${rows} rows, not ${manifest.rows[view]}`);
     }
@@ -87,7 +87,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
   }
   await fsyncPath(tmp);
   await fs.rename(tmp, join(dir, COMPACT_FILE));
-  const { csvLines: _lines, indexes: _indexes, ...kept } = manifest;
+  const { csvLines: _lines, indexes: _indexes, positions: _positions, ...kept } = manifest;
   const compacted: Manifest = {
     ...kept,
     files: {},

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { AccessData } from './source-validator.js';
 import { ident, type CompileTarget } from '../query/compile.js';
-import { indexTable } from '../catalog/catalog.js';
+import { indexTable, POSITION_COLUMN } from '../catalog/catalog.js';
 import {
   listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from './snapshot-dir.js';
@@ -103,7 +103,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       const table = attachment ? inFile(view) : parquet!;
       return {
         relation: table,
-        ...(attachment ? { rowid: 'rowid' } : {}),
+        ...(attachment ? (manifest.positions ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
         organization,
         // An organization the snapshot does not hold has no rows: key 0 is no organization's (keys start at 1).
         organizationKey: manifest.organizationKeys ? (manifest.organizationKeys[organization] ?? 0) : undefined,

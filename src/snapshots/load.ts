@@ -10,7 +10,8 @@ import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
-import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../catalog/catalog.js';
+import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../catalog/catalog.js';
+import { ident } from '../query/compile.js';
 
 /**
  * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
@@ -115,6 +116,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
       indexes: Object.fromEntries(views.filter((v) => v.indexes.length > 0).map((v) => [v.view, v.indexes.map((i) => i.column)])),
+      positions: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -231,17 +233,24 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     for (const { view, file, sorted, derive, indexes } of views) {
       // A range of organizations at a time, in name order: each range is sorted, derived and appended before
       // the next, so the rows land in the view's stored order and a sort spills one range's rows at most.
+      let written = 0;
       for (const [i, range] of ranges.entries()) {
         const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
         await step(`sorting ${view}${of}`, `CREATE TEMP TABLE sorted_rows AS ${ranges.length > 1 ? sorted(range.names) : sorted()}`);
         if (i === 0) {
-          const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows')}`)).getRows().map(([name, type]) =>
+          const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows', 0)}`)).getRows().map(([name, type]) =>
             `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
           await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
         }
-        await step(`writing ${view}${of}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows')}`);
+        await step(`writing ${view}${of}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows', written)}`);
+        written += Number((await db.runAndReadAll('SELECT count(*) FROM sorted_rows')).getRows()[0]![0] as bigint);
         await db.run('DROP TABLE sorted_rows');
       }
+      // Pages fetch rows by the stored position: it must be each row's rowid, which holds while every append
+      // keeps its rows' order (preserve_insertion_order). Checked, because a wrong position is a wrong row.
+      const misplaced = await db.runAndReadAll(`SELECT count(*) FROM snapshot_out."${view}" WHERE ${ident(POSITION_COLUMN)} <> rowid`);
+      if (misplaced.getRows()[0]![0] !== 0n) throw new Error(`${view}: rows stored out of their positions`);
+      await step(`indexing ${view} by position`, `CREATE INDEX ${ident(positionIndex(view))} ON snapshot_out."${view}" (${ident(POSITION_COLUMN)})`);
       for (const index of indexes) {
         // By ranges of organization keys as the view was built (names and keys order alike): each range's
         // sort holds its own rows only.

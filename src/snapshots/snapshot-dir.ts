@@ -48,6 +48,11 @@ export interface Manifest {
    * absent in older and compacted snapshots, whose pages read the view's table.
    */
   indexes?: Record<string, string[]>;
+  /**
+   * Every view table of the DuckDB file stores each row's position with an index on it (catalog.ts
+   * POSITION_COLUMN); absent in older and compacted snapshots, whose pages fetch rows by rowid.
+   */
+  positions?: boolean;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */

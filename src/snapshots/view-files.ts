@@ -1,11 +1,13 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
 // precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each
 // string field (null where folding changes nothing) and a `<column>__vk` order key beside each version field;
-// the DuckDB table also holds each row's JSON and CSV line. Sorted by organization (its key orders as its name
+// the DuckDB table also holds each row's JSON, CSV line and position (`_pos`, indexed). Sorted by organization (its key orders as its name
 // does), then the view's default order, so that a query reads only its organization's row groups and a
 // default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
-import { catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import {
+  catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
+} from '../catalog/catalog.js';
 import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../query/compile.js';
 import { sortKeys } from '../query/query.js';
 import type { Field } from '../catalog/types.js';
@@ -16,8 +18,9 @@ export const ROW_GROUP_SIZE = 16384;
 /**
  * Per view: its Parquet file name and the two statements that build its rows. `sorted` computes the fields
  * (with `_org`, `_id`, the version order keys and the folded copies the default order needs) and sorts
- * them; `derive(table)` then adds the wide serving columns — the other folded copies, the row JSON and the
- * CSV line — reading `table` in its stored order. Sorting the narrow rows, not the wide ones, keeps what
+ * them; `derive(table, offset)` then adds the wide serving columns — the other folded copies, the row JSON
+ * and the CSV line — and each row's position, reading `table` in its stored order: appended to a view table
+ * that holds `offset` rows, its rows land at positions offset + their rowid in `table`. Sorting the narrow rows, not the wide ones, keeps what
  * a hundred million rows spill to disk during the sort about three times smaller.
  */
 export interface ViewStatements {
@@ -25,7 +28,7 @@ export interface ViewStatements {
   file: string;
   /** The view's rows sorted; given a range of organization names (inclusive), only theirs. */
   sorted: (organizations?: readonly [string, string]) => string;
-  derive: (table: string) => string;
+  derive: (table: string, offset: number) => string;
   csvLines: number[];
   indexes: IndexStatement[];
 }
@@ -72,8 +75,9 @@ export function viewStatements(): ViewStatements[] {
         ${joins.join('\n        ')}
         ${organizations ? `WHERE t._org BETWEEN ${sqlLiteral(organizations[0])} AND ${sqlLiteral(organizations[1])}` : ''})
       ORDER BY "${ORGANIZATION_KEY_COLUMN}", ${defaultOrder(view).join(', ')}`;
-    const derive = (table: string) => `
-      SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')}
+    const derive = (table: string, offset: number) => `
+      SELECT t.*${[...strings.filter((f) => !sortFields.has(f)).map(fold), json, csv].map((k) => `, ${k}`).join('')},
+        t.rowid + ${Math.trunc(offset)} AS ${ident(POSITION_COLUMN)}
       FROM ${table} t`;
     const indexes = view.fields.filter((f) => f.indexed).map((field): IndexStatement => {
       const columns = ['rowid AS ' + ident(INDEX_ROW_COLUMN), ident(ORGANIZATION_KEY_COLUMN), '"_id"', ...testedColumns(indexFields(view, field))];
@@ -92,6 +96,6 @@ export function viewStatements(): ViewStatements[] {
 
 /** Writes `table` (already in organization order) to `path` as the view's Parquet file. */
 export function parquetCopy(table: string, path: string): string {
-  // The row JSON and CSV lines are the DuckDB file's serving layout, not data: the portable Parquet form leaves them out.
-  return `COPY (SELECT * EXCLUDE ("${ROW_JSON_COLUMN}", "${CSV_LINE_COLUMN}") FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
+  // The row JSON, CSV lines and positions are the DuckDB file's serving layout, not data: the portable Parquet form leaves them out.
+  return `COPY (SELECT * EXCLUDE (${SERVING_COLUMNS.map(ident).join(', ')}) FROM ${table}) TO ${sqlLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_SIZE})`;
 }

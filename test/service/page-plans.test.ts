@@ -13,7 +13,7 @@ import { decodeQueryString } from '../../src/query/query-string.js';
 import { loadSnapshot } from '../../src/snapshots/load.js';
 import { writeSample } from '../../src/snapshots/sample.js';
 import { readCurrentId, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
-import { indexTable } from '../../src/catalog/catalog.js';
+import { indexTable, positionIndex } from '../../src/catalog/catalog.js';
 import { openServingInstance } from '../../src/duckdb/open-instance.js';
 import { pageJson, pageRows } from '../../workers/page-json.js';
 
@@ -125,15 +125,18 @@ describe('the two page plans', function () {
       for (const organization of organizations) {
         const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
         /** The page's JSON:API data as the worker builds it, from either layout and either plan. */
-        /** `keyed`: by the organization's key, fetching by row id as the service does; `query`: over a query of the table, as a compacted snapshot's. */
-        const run = async (organizationRows: number | undefined, rowJson: boolean, defaultOrderStored = false, keyed: false | 'table' | 'query' = false, indexed = false) => {
+        /**
+         * `keyed`: by the organization's key, fetching by rowid as a snapshot without positions does; `query`:
+         * over a query of the table, as a compacted snapshot's; `position`: by the indexed position, as the service does.
+         */
+        const run = async (organizationRows: number | undefined, rowJson: boolean, defaultOrderStored = false, keyed: false | 'table' | 'query' | 'position' = false, indexed = false) => {
           const organizationKey = keyed ? organizationKeys()[organization] : undefined;
           if (keyed) expect(organizationKey, organization).to.be.a('number');
           const table = `snapshot."${query.view.name}"`;
           const relation = keyed === 'query' ? `(SELECT rowid AS "_rowid", * FROM ${table})` : table;
-          const rowid = keyed === 'query' ? '"_rowid"' : keyed === 'table' ? 'rowid' : undefined;
+          const rowid = keyed === 'query' ? '"_rowid"' : keyed === 'table' ? 'rowid' : keyed === 'position' ? '"_pos"' : undefined;
           const indexes = indexed ? (manifest().indexes?.[query.view.name] ?? []).map((column) => ({ column, relation: `snapshot.${indexTable(query.view.name, column)}` })) : undefined;
-          const compiled = compileQuery(query, { relation, organization, organizationKey, organizationRows, rowJson, defaultOrderStored, rowid, indexes });
+          const compiled = compileQuery(query, { relation, organization, organizationKey, organizationRows, rowJson, defaultOrderStored, rowid, rowidIndexed: keyed === 'position', indexes });
           if (indexed) indexPlans.add(compiled.page.sql.includes('"_row" AS "_rowid"') ? 'ranked' : compiled.count.sql.includes('__by_') ? 'counted' : 'unused');
           expect(compiled.page.sql.includes('"_org_key"')).to.equal(keyed !== false);
           // The fetch written out: the page's row ids first, then only their rows.
@@ -154,7 +157,7 @@ describe('the two page plans', function () {
         // A size above the line with no filter is a known total (the fetch without counting); unknown, it counts.
         const large = SMALL_ORGANIZATION_ROWS + 1;
         for (const [organizationRows, rowJson, stored] of [[1, false, false], [1, true, false], [undefined, true, false], [large, true, false], [large, false, false], [1, true, true], [undefined, true, true], [1, false, true], [large, true, true]] as const) {
-          for (const [keyed, indexed] of [[false, false], ['table', false], ['query', false], ['table', true]] as const) {
+          for (const [keyed, indexed] of [[false, false], ['table', false], ['query', false], ['table', true], ['position', false], ['position', true]] as const) {
             expect(await run(organizationRows, rowJson, stored, keyed, indexed), `${organization}, ${organizationRows === 1 ? 'whole' : 'fetched'}, ${rowJson ? 'row JSON' : 'columns'}${stored ? ', by rowid' : ''}${keyed ? `, by key over a ${keyed}` : ''}${indexed ? ', with the indexes' : ''}`).to.deep.equal(columns);
           }
         }
@@ -189,6 +192,34 @@ describe('the two page plans', function () {
     const { query } = parseQueryParameters('terraform', decodeQueryString('type=workspaces'));
     const compiled = compileQuery(query, { relation: 'snapshot."workspaces"', organization: 'no-such-org', organizationKey: 0 });
     expect((await c.runAndReadAll(compiled.page.sql, compiled.page.params as DuckDBValue[])).getRows()).to.deep.equal([]);
+  });
+
+  it('store each row\'s position, indexed, and fetch a page\'s rows by looking them up at every page size', async () => {
+    expect(manifest().positions).to.equal(true);
+    for (const view of Object.keys(manifest().rows)) {
+      const [[misplaced, rows]] = (await c.runAndReadAll(`SELECT count(*) FILTER (WHERE _pos <> rowid), count(*) FROM snapshot."${view}"`)).getRows();
+      expect(misplaced, view).to.equal(0n);
+      expect(Number(rows), view).to.equal(manifest().rows[view]);
+    }
+    const indexed = (await c.runAndReadAll(`SELECT table_name, index_name FROM duckdb_indexes() WHERE database_name = 'snapshot'`)).getRows();
+    expect(indexed.sort()).to.deep.equal(Object.keys(manifest().rows).sort().map((view) => [view, positionIndex(view)]));
+    // A page of one row and the largest page, ranked from the index and not: each fetch is an index lookup
+    // of its rows (DuckDB's default passes a join's values to the scan only up to 50; the serving setting, 100).
+    const organization = organizations[0]!;
+    for (const qs of ['type=resources&sort=-source_updated_at&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_iam_role', 'type=workspaces&sort=-workspace_updated_at']) {
+      for (const size of [1, 20, 100]) {
+        const { query } = parseQueryParameters('terraform', decodeQueryString(`${qs}&page%5Bsize%5D=${size}`));
+        const view = query.view.name;
+        const indexes = (manifest().indexes?.[view] ?? []).map((column) => ({ column, relation: `snapshot.${indexTable(view, column)}` }));
+        const compiled = compileQuery(query, {
+          relation: `snapshot."${view}"`, organization, organizationKey: organizationKeys()[organization], organizationRows: SMALL_ORGANIZATION_ROWS + 1, rowJson: true, rowid: '"_pos"', rowidIndexed: true, indexes,
+        });
+        const plan = (await c.runAndReadAll(`EXPLAIN ANALYZE ${compiled.page.sql}`, compiled.page.params as DuckDBValue[])).getRows().map((r) => String(r[1])).join('\n');
+        expect(plan, `${qs}, ${size} rows`).to.include('Index Scan');
+        const rows = (await c.runAndReadAll(compiled.page.sql, compiled.page.params as DuckDBValue[])).getRows();
+        expect(rows.length, `${qs}, ${size} rows`).to.be.above(size === 1 ? 0 : 1).and.at.most(size);
+      }
+    }
   });
 
   describe('exports: stored lines in stored order give the bytes of formatted values sorted', () => {

@@ -210,6 +210,17 @@ describe('compileQuery: SQL text', () => {
     expect(plan(`type=resources&${type}&sort=-source_updated_at`, { organizationKey: undefined })).to.equal('unused');
     expect(plan(`type=resources&${type}&sort=-source_updated_at`, { organizationRows: undefined })).to.equal('unused');
   });
+
+  it('fetches a large organization\'s page by its rows\' indexed positions alone, and by rowid within the organization otherwise', () => {
+    const raw = `type=resources&${filter(0, 'name', 'is', 'web')}&sort=-source_updated_at`;
+    const fetch = (rowid: string, rowidIndexed: boolean) => {
+      const { sql, params } = compileQuery(query(raw), { relation: 'res', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid, rowidIndexed }).page;
+      return { where: sql.slice(sql.indexOf('FROM res\nWHERE', sql.indexOf(')\n'))).split('\n').slice(1, 3).join('\n'), params };
+    };
+    // The ids come from the organization's own rows (the first scan), so both keep the page to it.
+    expect(fetch('"_pos"', true)).to.deep.equal({ where: 'WHERE "_pos" IN (SELECT "_rowid" FROM matching\nORDER BY "source_updated_at" DESC NULLS LAST, "_id" ASC', params: [7, 'web', 20n, 0n] });
+    expect(fetch('rowid', false)).to.deep.equal({ where: 'WHERE "_org_key" = CAST(? AS INTEGER)\n  AND rowid IN (SELECT "_rowid" FROM matching', params: [7, 'web', 7, 20n, 0n] });
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------
