@@ -103,7 +103,7 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
       const table = attachment ? inFile(view) : parquet!;
       return {
         relation: table,
-        ...(attachment ? (manifest.positions ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
+        ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
         organization,
         // An organization the snapshot does not hold has no rows: key 0 is no organization's (keys start at 1).
         organizationKey: manifest.organizationKeys ? (manifest.organizationKeys[organization] ?? 0) : undefined,

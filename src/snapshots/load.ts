@@ -11,7 +11,7 @@ import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
 import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../catalog/catalog.js';
-import { ident } from '../query/compile.js';
+import { ident, SMALL_ORGANIZATION_ROWS } from '../query/compile.js';
 
 /**
  * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
@@ -98,7 +98,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     const built = await buildViewFiles(sourceFiles(source), views, tmp, opts, (m) => { building = m; show(); }, failed.signal)
       .catch(async (e: Error) => { await validated; throw e; });
     const validation = await validated;
-    const { rows, organizationRows, organizationKeys } = built;
+    const { rows, organizationRows, organizationKeys, positions } = built;
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
@@ -116,7 +116,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       rowJson: true,
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
       indexes: Object.fromEntries(views.filter((v) => v.indexes.length > 0).map((v) => [v.view, v.indexes.map((i) => i.column)])),
-      positions: true,
+      positions,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -229,6 +229,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};
     const organizationRows: Record<string, Record<string, number>> = {};
+    const positions: string[] = [];
     const ranges = await organizationRanges(db, opts.sliceWorkspaces ?? SLICE_WORKSPACES);
     for (const { view, file, sorted, derive, indexes } of views) {
       // A range of organizations at a time, in name order: each range is sorted, derived and appended before
@@ -250,7 +251,15 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       // keeps its rows' order (preserve_insertion_order). Checked, because a wrong position is a wrong row.
       const misplaced = await db.runAndReadAll(`SELECT count(*) FROM snapshot_out."${view}" WHERE ${ident(POSITION_COLUMN)} <> rowid`);
       if (misplaced.getRows()[0]![0] !== 0n) throw new Error(`${view}: rows stored out of their positions`);
-      await step(`indexing ${view} by position`, `CREATE INDEX ${ident(positionIndex(view))} ON snapshot_out."${view}" (${ident(POSITION_COLUMN)})`);
+      const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
+      organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));
+      rows[view] = Object.values(organizationRows[view]!).reduce((a, b) => a + b, 0);
+      // Only a large organization's page fetches rows by position (compile.ts); an index costs at least a few
+      // hundred KB of blocks however few its rows, so a view whose organizations are all small has none.
+      if (Object.values(organizationRows[view]!).some((n) => n > SMALL_ORGANIZATION_ROWS)) {
+        await step(`indexing ${view} by position`, `CREATE INDEX ${ident(positionIndex(view))} ON snapshot_out."${view}" (${ident(POSITION_COLUMN)})`);
+        positions.push(view);
+      }
       for (const index of indexes) {
         // By ranges of organization keys as the view was built (names and keys order alike): each range's
         // sort holds its own rows only.
@@ -261,15 +270,12 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
         }
       }
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
-      const perOrganization = await db.runAndReadAll(`SELECT _org, count(*) FROM snapshot_out."${view}" GROUP BY _org`);
-      organizationRows[view] = Object.fromEntries(perOrganization.getRows().map(([org, n]) => [org as string, Number(n)]));
-      rows[view] = Object.values(organizationRows[view]!).reduce((a, b) => a + b, 0);
     }
     const keys = await db.runAndReadAll('SELECT name, k FROM org_keys');
     const organizationKeys = Object.fromEntries(keys.getRows().map(([org, k]) => [org as string, Number(k)]));
     await db.run('CHECKPOINT snapshot_out');
     await db.run('DETACH snapshot_out');
-    return { rows, organizationRows, organizationKeys };
+    return { rows, organizationRows, organizationKeys, positions };
   } finally {
     cancelled.removeEventListener('abort', interrupt);
     db.closeSync();

@@ -49,10 +49,11 @@ export interface Manifest {
    */
   indexes?: Record<string, string[]>;
   /**
-   * Every view table of the DuckDB file stores each row's position with an index on it (catalog.ts
-   * POSITION_COLUMN); absent in older and compacted snapshots, whose pages fetch rows by rowid.
+   * The views whose table in the DuckDB file has an index on its rows' positions (catalog.ts
+   * POSITION_COLUMN): those with an organization large enough for a page to fetch its rows by position.
+   * Absent in older and compacted snapshots, whose pages fetch rows by rowid.
    */
-  positions?: boolean;
+  positions?: string[];
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
