@@ -98,9 +98,9 @@ export const INDEX_ROW_COLUMN = '_row';
 
 /**
  * The column holding each row's position in its view's table (equal to its rowid), with an ART index on it
- * (positionIndex). A page fetches its rows by position: DuckDB turns the fetch's `IN` filter into an index
- * lookup of those rows alone, where a `rowid` filter is tested on every row of the organization
- * (docs/performance.md, session 13).
+ * (positionIndex) in a view that has an organization large enough for its pages to fetch rows. Such a page
+ * fetches its rows by position: DuckDB turns the fetch's `IN` filter into an index lookup of those rows
+ * alone, where a `rowid` filter is tested on every row of the organization (docs/performance.md, session 13).
  */
 export const POSITION_COLUMN = '_pos';
 

@@ -1,9 +1,9 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
 // precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each
 // string field (null where folding changes nothing) and a `<column>__vk` order key beside each version field;
-// the DuckDB table also holds each row's JSON, CSV line and position (`_pos`, indexed). Sorted by organization (its key orders as its name
-// does), then the view's default order, so that a query reads only its organization's row groups and a
-// default-ordered page or export needs no sort of strings.
+// the DuckDB table also holds each row's JSON, CSV line and position (`_pos`). Sorted by organization (its
+// key orders as its name does), then the view's default order, so that a query reads only its organization's
+// row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../catalog/views.js';
 import {
   catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
