@@ -80,7 +80,8 @@ bench-load-phases: build
 	node dist/bench/load-phases.js
 
 # Issue 13's hundred million resources: a gzip source of 5M workspaces loaded, then the largest organization's
-# R1 page against its 20M figure (bench/hundred-million.ts). Not part of make bench: ~60 GB of disk, ~30 min.
+# R1 page against its 20M figure (bench/hundred-million.ts). Not part of make bench: ~65 GB of disk, 45-75 min.
+# It compares with the newest R1 in bench/results: run make bench (or its R1) on the same machine first.
 bench-100m: build
 	node dist/bench/hundred-million.js
 
