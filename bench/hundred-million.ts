@@ -2,12 +2,12 @@
 // resources (the bench's proportions: 10,000 organizations, the largest a tenth), gzip-compressed, is loaded
 // with `explorer load` (wall time and peak RSS from /usr/bin/time), then the largest organization's R1 page
 // (`resources`, provider_type is aws_instance, sorted by -source_updated_at, 20 rows, 1 connection) is
-// measured over HTTP and compared with R1 on the 20M-resource bench snapshot (the newest bench/results file
-// that has it). The largest organization here is five times the bench's (the same proportions), so R1 is also
-// measured on the organization whose workspace count is nearest the bench's largest: the same page on an
-// organization of the same size, in a snapshot five times larger. The 20M figure is whatever R1 is newest in
-// bench/results: measure it on the same machine first, as a figure from another machine compares nothing.
-// Not part of make test; needs about 65 GB of free disk and 45 to 75 minutes.
+// measured over HTTP and compared with R1 on the 20M-resource bench snapshot: the newest bench/results file
+// that has it, so measure that on the same machine first (a figure from another machine compares nothing).
+// The largest organization here is five times the bench's (the same proportions), so R1 is also measured on
+// the organization whose workspace count is nearest the bench's largest: the same page on an organization of
+// the same size, in a snapshot five times larger. Not part of make test; needs about 65 GB of free disk and
+// 45 to 75 minutes.
 //
 // Environment: BIG_DIR (default $DATA_DIR/bench-100m), BIG_WORKSPACES (default 5000000), BENCH_SECONDS
 // (default 20), BIG_SKIP_LOAD=1 (measure the page on the snapshot already loaded).
