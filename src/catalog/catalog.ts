@@ -30,11 +30,14 @@ function resolveView(decl: ViewDecl, engine: string): View {
     // interface §2: default order is alphabetical by the API name, which the engine name can change.
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const byName = new Map(fields.map((f) => [f.name, f]));
+  const identifying = decl.identifying.map((n) => n.replace('{engine}', engine));
+  for (const n of identifying) if (!byName.has(n)) throw new Error(`view ${decl.name}: identifying field ${n} is not one of its fields`);
   return {
     name: decl.name,
     rowType: decl.rowType,
     description: decl.description,
     defaultSort: decl.defaultSort,
+    identifying,
     fields,
     field: (name) => byName.get(name),
     file: `${decl.name}.parquet`,

@@ -25,6 +25,11 @@ export interface ViewDecl {
   description: string;
   /** Default sort keys (API names, `-` for descending); the row id always ends the order. */
   defaultSort: string[];
+  /**
+   * The fields a person tells rows apart by (a name, a version, an address): the explorer page shows them
+   * first, because the alphabetical default order can push them off-screen. The API and CSV keep that order.
+   */
+  identifying: string[];
   /** SQL expression for the row id, over the same FROM as the fields. */
   id: string;
   /** SQL expression for the owning organization. */
@@ -59,6 +64,8 @@ export interface View {
   rowType: string;
   description: string;
   defaultSort: string[];
+  /** ViewDecl.identifying, resolved for the engine name. */
+  identifying: string[];
   /** Fields in default order: alphabetical by API name (interface §2). */
   fields: Field[];
   field(name: string): Field | undefined;

@@ -20,6 +20,7 @@ const workspaces: ViewDecl = {
   rowType: 'visibility-workspace',
   description: 'One row per workspace.',
   defaultSort: ['workspace_name'],
+  identifying: ['workspace_name'],
   id: 'w.id',
   organization: 'w.organization',
   from: `src_workspaces w
@@ -65,6 +66,7 @@ const tfVersions: ViewDecl = {
   rowType: 'visibility-tf-version',
   description: 'One row per engine version in use.',
   defaultSort: ['-version'],
+  identifying: ['version'],
   id: TF_VERSION_ID,
   organization: 'g.organization',
   from: `(SELECT organization, engine_version AS version, id AS workspace_id, name AS workspace_name
@@ -87,6 +89,7 @@ function usageView(name: 'providers' | 'modules', prefix: string, rowType: strin
     rowType,
     description: `One row per ${noun} in use: distinct name, source, version and registry type.`,
     defaultSort: ['name', '-version'],
+    identifying: ['name', 'version'],
     id: rowId(prefix, name, keys),
     organization: 'g.organization',
     from: `(SELECT w.organization, u.name, u.source, u.version, u.registry_type, u.curated, w.id AS workspace_id, w.name AS workspace_name
@@ -111,6 +114,7 @@ const resources: ViewDecl = {
   rowType: 'visibility-resource',
   description: 'One row per resource in a workspace\'s current state.',
   defaultSort: ['workspace_name', 'address'],
+  identifying: ['workspace_name', 'address', 'provider_type'],
   id: rowId('res', 'resources', ['w.id', 'r.address'], 'w.organization'),
   organization: 'w.organization',
   from: `src_resources r

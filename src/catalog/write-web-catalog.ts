@@ -26,6 +26,8 @@ export interface WebCatalog {
     description: string;
     rowType: string;
     defaultSort: string[];
+    /** Shown first in the page's table (ViewDecl.identifying). */
+    identifying: string[];
     fields: { name: string; attribute: string; type: FieldType; version: boolean; description: string }[];
   }[];
 }
@@ -45,6 +47,7 @@ export function renderWebCatalog(catalog: Catalog = catalogFor('terraform')): We
       description: v.description,
       rowType: v.rowType,
       defaultSort: [...v.defaultSort],
+      identifying: [...v.identifying],
       fields: v.fields.map((f) => ({ name: f.name, attribute: f.attribute, type: f.type, version: f.version, description: f.description })),
     })),
   };

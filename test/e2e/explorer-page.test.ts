@@ -33,6 +33,17 @@ const qs = (pairs: [string, string][]) => pairs.map(([k, v]) => `${encodeURIComp
 const FILTER: [string, string][] = [['filter[0][workspace_name][contains][0]', 'pay'], ['filter[0][workspace_name][contains][1]', 'net']];
 const FIELDS = ['checks_failed', 'drifted', 'workspace_name', 'workspace_terraform_version'];
 
+/**
+ * The columns the page's table shows for `names` of a view: the catalog's identifying fields among them
+ * first, then the others in their order (the catalog's when the query names no fields).
+ */
+function pageOrder(view: string, names = catalogFor().view(view)!.fields.map((f) => f.name)): string[] {
+  const leading = catalogFor().view(view)!.identifying.filter((n) => names.includes(n));
+  return [...leading, ...names.filter((n) => !leading.includes(n))];
+}
+// The table's columns for FIELDS: the query, its link and the CSV keep FIELDS' own order.
+const SHOWN = pageOrder('workspaces', FIELDS);
+
 describe('the explorer page in a real browser', function () {
   this.timeout(60_000);
   let h: Harness;
@@ -82,6 +93,7 @@ describe('the explorer page in a real browser', function () {
     if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(path)) writeFileSync(path, png);
   };
   const ALL_WS = catalogFor().view('workspaces')!.fields.map((f) => f.name);
+  const ALL_WS_SHOWN = pageOrder('workspaces');
 
   describe('serving', () => {
     it('serves the page and its files without a token, with types, caching headers and no way out of dist/web', async () => {
@@ -132,18 +144,19 @@ describe('the explorer page in a real browser', function () {
       await page.fill('#org', ORG);
       await page.selectOption('#view', 'tf_versions');
       await settled();
-      expect(await headers()).to.deep.equal(['unique_identifier', 'version', 'workspace_count', 'workspaces']);
+      expect(await headers()).to.deep.equal(['version', 'unique_identifier', 'workspace_count', 'workspaces']);
       await page.selectOption('#view', 'resources');
       await settled();
-      const resourceFields = ['address', 'billable_rum', 'module_name', 'name', 'organization_external_id', 'project_external_id',
-        'project_name', 'provider_name', 'provider_type', 'source_id', 'source_type', 'source_updated_at', 'terraform_version',
-        'workspace_external_id', 'workspace_name'];
+      const resourceFields = ['workspace_name', 'address', 'provider_type', 'billable_rum', 'module_name', 'name', 'organization_external_id',
+        'project_external_id', 'project_name', 'provider_name', 'source_id', 'source_type', 'source_updated_at', 'terraform_version',
+        'workspace_external_id'];
       expect(await headers()).to.deep.equal(resourceFields);
       expect(await tableRows()).to.deep.equal(await apiRows([['type', 'resources']], resourceFields));
       await page.selectOption('#view', 'workspaces');
       await settled();
-      expect(await headers()).to.deep.equal(ALL_WS);
-      expect(await tableRows()).to.deep.equal(await apiRows([['type', 'workspaces']], ALL_WS));
+      expect(await headers()).to.deep.equal(ALL_WS_SHOWN);
+      expect(ALL_WS_SHOWN[0]).to.equal('workspace_name');
+      expect(await tableRows()).to.deep.equal(await apiRows([['type', 'workspaces']], ALL_WS_SHOWN));
       expect(await page.locator('#status').innerText()).to.contain('Rows 1–5 of 5');
       // The default order is workspace_name ascending, and the header says so.
       expect(await page.getAttribute('th:has(button[data-field=workspace_name])', 'aria-sort')).to.equal('ascending');
@@ -152,6 +165,25 @@ describe('the explorer page in a real browser', function () {
       expect(await page.evaluate(`sessionStorage.getItem('explorer.token')`)).to.equal(h.tokens.org);
       expect(await page.evaluate(`JSON.stringify(localStorage)`)).not.to.contain(h.tokens.org.slice(3));
       await shot('results');
+    });
+
+    it('shows each view\'s identifying fields first, then the rest in catalog order; the field chooser keeps catalog order', async () => {
+      for (const view of catalogFor().views) {
+        await page.selectOption('#view', view.name);
+        await settled();
+        const all = view.fields.map((f) => f.name);
+        const expected = pageOrder(view.name);
+        expect(await headers(), view.name).to.deep.equal(expected);
+        expect(expected.slice(0, view.identifying.length), view.name).to.deep.equal(view.identifying);
+        expect(expected.slice(view.identifying.length), view.name).to.deep.equal(all.filter((n) => !view.identifying.includes(n)));
+        expect(await tableRows(), view.name).to.deep.equal(await apiRows([['type', view.name]], expected));
+        const chooser = await page.locator('#fields input[type=checkbox]').evaluateAll((bs) => bs.map((b) => (b as unknown as { value: string }).value));
+        expect(chooser, `${view.name}: the field chooser`).to.deep.equal(all);
+        expect(page.url(), `${view.name}: the link names no fields`).not.to.contain('fields=');
+      }
+      await page.selectOption('#view', 'workspaces');
+      await settled();
+      expect(await headers()).to.deep.equal(ALL_WS_SHOWN);
     });
 
     it('filters with operators that fit each field\'s type, and chooses fields', async () => {
@@ -179,8 +211,10 @@ describe('the explorer page in a real browser', function () {
       await page.press('#filter-0-value-1', 'Enter'); // Enter in the form runs the query
       await settled();
       await shot('filters');
-      expect(await headers()).to.deep.equal(FIELDS);
-      const expected = await apiRows([['type', 'workspaces'], ...FILTER, ['fields', FIELDS.join(',')]], FIELDS);
+      expect(await headers()).to.deep.equal(SHOWN);
+      expect(SHOWN[0]).to.equal('workspace_name');
+      expect(page.url(), 'the link keeps the query\'s own order').to.contain(`fields=${encodeURIComponent(FIELDS.join(','))}`);
+      const expected = await apiRows([['type', 'workspaces'], ...FILTER, ['fields', FIELDS.join(',')]], SHOWN);
       expect(expected).to.have.length(4);
       expect(await tableRows()).to.deep.equal(expected);
     });
@@ -192,14 +226,14 @@ describe('the explorer page in a real browser', function () {
       await settled();
       expect(await page.getAttribute(th('workspace_terraform_version'), 'aria-sort')).to.equal('ascending');
       expect(await page.getAttribute(th('workspace_name'), 'aria-sort')).to.equal(null);
-      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['sort', 'workspace_terraform_version']], FIELDS));
+      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['sort', 'workspace_terraform_version']], SHOWN));
 
       await page.click(`${th('workspace_terraform_version')} button`);
       await settled();
       expect(await page.getAttribute(th('workspace_terraform_version'), 'aria-sort')).to.equal('descending');
-      const descending = await apiRows([...base, ['sort', '-workspace_terraform_version']], FIELDS);
+      const descending = await apiRows([...base, ['sort', '-workspace_terraform_version']], SHOWN);
       expect(await tableRows()).to.deep.equal(descending);
-      expect(descending.map((r) => r[3])).to.deep.equal(['1.10.0', '1.10.0-rc1', 'v1.5.7', '1.5.7']);
+      expect(descending.map((r) => r[SHOWN.indexOf('workspace_terraform_version')])).to.deep.equal(['1.10.0', '1.10.0-rc1', 'v1.5.7', '1.5.7']);
 
       await page.focus(`${th('checks_failed')} button`);
       await page.keyboard.press('Enter');
@@ -210,7 +244,7 @@ describe('the explorer page in a real browser', function () {
       await page.click(`${th('workspace_name')} button`, { modifiers: ['Shift'] });
       await settled();
       expect(await page.getAttribute(th('checks_failed'), 'aria-sort')).to.equal('ascending');
-      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['sort', 'checks_failed,workspace_name']], FIELDS));
+      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['sort', 'checks_failed,workspace_name']], SHOWN));
       expect(page.url()).to.contain(`sort=${encodeURIComponent('checks_failed,workspace_name')}`);
     });
 
@@ -221,11 +255,11 @@ describe('the explorer page in a real browser', function () {
       await settled();
       expect(await page.locator('#page-info').innerText()).to.equal('Page 1 of 2');
       expect(await page.isDisabled('#page-prev')).to.equal(true);
-      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['page[number]', '1'], ['page[size]', '3']], FIELDS));
+      expect(await tableRows()).to.deep.equal(await apiRows([...base, ['page[number]', '1'], ['page[size]', '3']], SHOWN));
       await page.click('#page-next');
       await settled();
       expect(await page.locator('#page-info').innerText()).to.equal('Page 2 of 2');
-      const second = await apiRows([...base, ['page[number]', '2'], ['page[size]', '3']], FIELDS);
+      const second = await apiRows([...base, ['page[number]', '2'], ['page[size]', '3']], SHOWN);
       expect(second).to.have.length(1);
       expect(await tableRows()).to.deep.equal(second);
       expect(await page.isDisabled('#page-next')).to.equal(true);
@@ -293,10 +327,10 @@ describe('the explorer page in a real browser', function () {
       await page.waitForFunction(() => (globalThis as any).document.querySelector('#view').value === 'workspaces');
       await settled();
       expect(await page.inputValue('#filter-0-value-1')).to.equal('net');
-      expect(await headers()).to.deep.equal(FIELDS);
+      expect(await headers()).to.deep.equal(SHOWN);
       const rerun = await json(await h.request(`/api/v2/organizations/${ORG}/explorer/views/${first!.id}/results?page%5Bsize%5D=3`));
       expect(await tableRows()).to.deep.equal(rerun.data.map((r: { attributes: Record<string, unknown> }) =>
-        FIELDS.map((f) => { const v = r.attributes[f.replace(/_/g, '-')]; return v === null ? '—empty' : String(v); })));
+        SHOWN.map((f) => { const v = r.attributes[f.replace(/_/g, '-')]; return v === null ? '—empty' : String(v); })));
       expect(await page.getAttribute(`#saved-list li[data-id="${first!.id}"]`, 'aria-current')).to.equal('true');
 
       await page.click('button[aria-label="Rename “Scratch”"]');

@@ -413,7 +413,7 @@ function renderTable(): void {
   if (!shown) return;
   const { query: q, page } = shown;
   const view = viewOf(q);
-  const fields = (q.fields ?? view.fields.map((f) => f.name)).map((n) => catalog.field(view, n) ?? { name: n, attribute: n.replace(/_/g, '-'), type: 'string' as FieldType, version: false, description: '' });
+  const fields = Q.columnOrder(view, q.fields ?? view.fields.map((f) => f.name)).map((n) => catalog.field(view, n) ?? { name: n, attribute: n.replace(/_/g, '-'), type: 'string' as FieldType, version: false, description: '' });
   const keys = Q.sortKeysOf(q, view);
   const head = h('tr', {}, ...fields.map((f) => {
     const state = Q.sortStateOf(keys, f.name);

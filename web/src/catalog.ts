@@ -15,6 +15,8 @@ export interface WebView {
   description: string;
   rowType: string;
   defaultSort: string[];
+  /** The fields a person tells rows apart by, shown first in the table (the catalog's `identifying`). */
+  identifying: string[];
   fields: WebField[];
 }
 

@@ -105,10 +105,10 @@ const changes = {
 const trend = { view: '', sums: [] as string[], drawn: '', running: null as AbortController | null };
 
 const viewOf = (q: Q.UiQuery): WebView => hooks.catalog.view(q.type) ?? hooks.catalog.defaultView;
-/** The fields on screen, in their order (all of the view's when the query names none). */
+/** The fields on screen, in the rows table's column order (all of the view's when the query names none). */
 const fieldsOf = (q: Q.UiQuery): WebField[] => {
   const view = viewOf(q);
-  return (q.fields ?? view.fields.map((f) => f.name)).map((n) => hooks.catalog.field(view, n)).filter((f): f is WebField => f !== undefined);
+  return Q.columnOrder(view, q.fields ?? view.fields.map((f) => f.name)).map((n) => hooks.catalog.field(view, n)).filter((f): f is WebField => f !== undefined);
 };
 
 // ---------- naming snapshots ----------

@@ -197,6 +197,18 @@ export function queryOfSaved(catalog: Catalog, saved: SavedViewResource, size: n
 export const isEveryField = (names: string[], view: WebView) =>
   names.length === view.fields.length && names.every((n, i) => view.fields[i]?.name === n);
 
+// ---- columns ----
+
+/**
+ * The table's column order for the fields a query shows: the view's identifying fields that are among them
+ * first, then the others in the query's order (the catalog's unless the query names its own). Only the
+ * table: the query, its link, the API's answer and the CSV keep the query's order.
+ */
+export function columnOrder(view: Pick<WebView, 'identifying'>, names: readonly string[]): string[] {
+  const leading = view.identifying.filter((n) => names.includes(n));
+  return [...leading, ...names.filter((n) => !leading.includes(n))];
+}
+
 // ---- sorting by column headers ----
 
 export const sortKeysOf = (q: UiQuery, view: WebView): string[] => (q.sort.length > 0 ? q.sort : view.defaultSort);
