@@ -45,6 +45,8 @@ async function sample(argv: string[]): Promise<void> {
     gzip: args.options.has('gzip'),
     onProgress: (written: number, total: number) => progress(`writing workspaces: ${written.toLocaleString('en')} / ${total.toLocaleString('en')}`),
   };
+  // A sample has at least one organization with at least one workspace (more organizations than workspaces are clamped).
+  for (const n of ['organizations', 'workspaces'] as const) if (options[n] < 1) throw new UsageError(`--${n} must be at least 1`);
   if (args.options.has('days') && options.gzip) throw new UsageError('--gzip writes one sample, not a series of --days');
   if (args.options.has('days')) return sampleSeries(dir, options, wholeNumber(args, 'days', 1));
   const started = performance.now();

@@ -254,7 +254,10 @@ function workspaceId(line: string): string {
 // ---------------------------------------------------------------------------------------------------------
 // Picking the day's changes
 
-/** The `k` distinct ids offered with the smallest hashes, in that order; memory stays near 2k entries. */
+/**
+ * The `k` distinct ids offered with the smallest hashes, in that order; memory stays near 2k entries.
+ * `k` may be 0: in a small estate a kind's daily quota is often below one workspace (planDay).
+ */
 class Lowest {
   private items: Array<{ h: number; id: string }> = [];
   private cutoff = Infinity;
@@ -270,7 +273,8 @@ class Lowest {
   private prune(): void {
     this.items.sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     this.items = this.items.filter((x, i, all) => i === 0 || x.id !== all[i - 1]!.id).slice(0, this.k);
-    if (this.items.length === this.k) this.cutoff = this.items[this.k - 1]!.h;
+    // Only a full list sets the cutoff; with k = 0 there is no k-th item (offer takes nothing then anyway).
+    if (this.k > 0 && this.items.length === this.k) this.cutoff = this.items[this.k - 1]!.h;
   }
 
   ids(): string[] {
