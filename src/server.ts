@@ -7,9 +7,7 @@ import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { errorBody, JSONAPI } from './http/jsonapi.js';
 import { ApiError } from './errors.js';
-
-/** Node's default, made explicit: the request line and headers together. */
-export const MAX_HEADER_BYTES = 16 * 1024;
+import { MAX_HEADER_BYTES } from './limits.js';
 import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/current-snapshot.js';

@@ -2,8 +2,7 @@
 // what the code behind it does (src/errors.ts, src/http/middleware/*, src/http/body.ts, src/server.ts).
 import { MAX_BODY_BYTES } from '../http/body.js';
 import { MAX_URL_BYTES } from '../http/middleware/limits.js';
-// A cycle (server → app → routes/openapi → here → server) that is harmless: read only when the document is built.
-import { MAX_HEADER_BYTES } from '../server.js';
+import { MAX_HEADER_BYTES } from '../limits.js';
 import { ref, type Json } from './schemas.js';
 
 export const JSONAPI = 'application/vnd.api+json';
