@@ -28,7 +28,7 @@ const pages = new Engine(settings, config.attachedMax);
 /**
  * Exports of stored lines: a scan in stored order that needs no memory of its own. In the pages' instance
  * its blocks filled the buffer pool (RSS +514 MB after the largest organization's 592 MB resources export,
- * docs/performance.md, session 8); here a small limit evicts them as the scan moves on.
+ * docs/performance.md, "The export instance"); here a small limit evicts them as the scan moves on.
  */
 const lineExports = new Engine({ ...settings, memory_limit: config.exportMemoryLimit }, config.attachedMax);
 

@@ -87,7 +87,7 @@ export const CSV_LINE_COLUMN = '_csv';
  * field's own columns, and every field that is not a string (numbers, booleans and datetimes are a few bytes
  * a row). A page whose filters and sort read only these reads the index instead of the organization's rows;
  * a sort by another string field reads the view's table as before. Strings are left out because they are
- * what makes an index expensive to sort at load (docs/performance.md, session 11).
+ * what makes an index expensive to sort at load (docs/performance.md, "The provider_type index").
  */
 export function indexFields(view: View, indexed: Field): Field[] {
   return view.fields.filter((f) => f === indexed || f.type !== 'string');
@@ -103,7 +103,7 @@ export const INDEX_ROW_COLUMN = '_row';
  * The column holding each row's position in its view's table (equal to its rowid), with an ART index on it
  * (positionIndex) in a view that has an organization large enough for its pages to fetch rows. Such a page
  * fetches its rows by position: DuckDB turns the fetch's `IN` filter into an index lookup of those rows
- * alone, where a `rowid` filter is tested on every row of the organization (docs/performance.md, session 13).
+ * alone, where a `rowid` filter is tested on every row of the organization (docs/performance.md, "Stored positions").
  */
 export const POSITION_COLUMN = '_pos';
 

@@ -38,7 +38,7 @@ export const SERVING_SETTINGS = [
   // A join passes the scan on its other side an `IN` filter of its build side's values only up to this many
   // (DuckDB's default: 50), and a min-max range beyond. A page's fetch of its rows by position is such a join:
   // with a page of 51 to 100 rows the range covered most of a large organization, and the page took 250 ms
-  // instead of 10 (docs/performance.md, session 13). Every page fits: the largest is MAX_PAGE_SIZE rows.
+  // instead of 10 (docs/performance.md, "Stored positions"). Every page fits: the largest is MAX_PAGE_SIZE rows.
   `SET GLOBAL dynamic_or_filter_threshold = ${MAX_PAGE_SIZE}`,
 ];
 

@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 document of the service (issue 7), built from the view catalog the app uses and the JSON
+// The OpenAPI 3.1 document of the service, built from the view catalog the app uses and the JSON
 // Schemas derived from it. Pure: the same options give the same document. Served by src/http/routes/openapi.ts.
 import type { Catalog } from '../catalog/catalog.js';
 import { operationObject, operationSpecs, type MetricsSetting } from './operations.js';

@@ -118,7 +118,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     // the event loop, so the first byte never waits) and reused once the socket has taken it. Writing each
     // read as it came cost an HTTP chunk and a system call a read; allocating a buffer a read (as a
     // socket's 'data' does) or a gathered copy cost garbage collection, about 90 ms of V8's threads per
-    // 70 MB export (docs/performance.md, session 7). A full set of buffers in flight pauses the reader.
+    // 70 MB export (docs/performance.md, "Export buffers"). A full set of buffers in flight pauses the reader.
     const spare: Buffer[] = [];
     let made = 0;
     let current: Buffer | undefined;

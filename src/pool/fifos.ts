@@ -1,7 +1,7 @@
 // The FIFOs that exports stream through, made in batches and reused. Node cannot make a FIFO itself, and a
 // `mkfifo` process per export forked the whole server: every page the server wrote afterwards took a
 // copy-on-write fault, and on this class of machine the faults and their TLB flushes cost more than the
-// export (docs/performance.md, session 8). A FIFO is only a name for a pipe that each open makes anew, so
+// export (docs/performance.md, "FIFOs made in batches"). A FIFO is only a name for a pipe that each open makes anew, so
 // one can serve any number of exports, one at a time.
 //
 // A FIFO an export holds is named after its task (`<task id>.csv`); a spare one is `spare-<n>.fifo`. So the

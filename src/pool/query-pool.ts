@@ -75,7 +75,7 @@ export class QueryPool {
       slots,
       // One export per worker by default. An export holds its slot for seconds, mostly waiting for its
       // client, so the other slots are for pages: with 3 a worker, the largest organization's pages under
-      // make bench E waited p50 43-59 ms instead of 373-384 (docs/performance.md, session 8). A stalled
+      // make bench E waited p50 43-59 ms instead of 373-384 (docs/performance.md, "Query and export slots"). A stalled
       // client keeps its export's slot until the deadline; exports never take them all.
       exportSlots: opts.exportConcurrency ?? Math.max(1, Math.min(opts.workers, slots - 1)),
       maxQueued: opts.maxQueue,

@@ -81,7 +81,7 @@ export const SMALL_ORGANIZATION_ROWS = 10_000;
  * `count(*) OVER ()` over its own scan instead of a second scan in a subquery. The window keeps every
  * matching row (row JSON included) until the scan ends, so it wins only for small organizations: measured
  * on the bench snapshot per page, 1.20 against 1.74 ms up to 500 rows, equal between 2,000 and 5,000, 4.6
- * against 2.9 ms near 10,000 (docs/performance.md, session 7).
+ * against 2.9 ms near 10,000 (docs/performance.md, "Counting matches").
  */
 export const WINDOW_COUNT_ROWS = 2_000;
 
@@ -284,7 +284,7 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   // carries the total): one statement instead of two, and for a large organization one scan of its rows
   // instead of two (docs/performance.md). Not a larger organization's page in stored order: beside a scalar
   // count subquery, DuckDB returned a rare value's rows out of stored order (a later vector's rows first),
-  // so that page is a plain scan and its count a statement of its own (docs/performance.md, session 11).
+  // so that page is a plain scan and its count a statement of its own (docs/performance.md, "Counting matches").
   const pageCountsTotal = knownTotal === undefined && (small || windowCount || (!storedOrder && target.rowid !== undefined));
   const total = (rows: string) => (pageCountsTotal ? `, (SELECT count(*) FROM ${rows}) AS "_total"` : '');
   const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];

@@ -18,7 +18,7 @@ import { ident, SMALL_ORGANIZATION_ROWS } from '../query/compile.js';
  * decodes a compressed string column a whole vector at a time, so each row a page fetched cost as much as a
  * vector. The CSV lines are only ever read in runs, by exports, so zstd costs little (a stored-lines export
  * of 2M resource rows: 323 ms instead of 262) and stores them in a tenth of the bytes, 38 % of the bench
- * snapshot (docs/performance.md, session 10). The data columns keep DuckDB's own choice.
+ * snapshot (docs/performance.md, "Serving-column compression"). The data columns keep DuckDB's own choice.
  */
 const SERVING_COMPRESSION: Record<string, string> = { [ROW_JSON_COLUMN]: 'uncompressed', [CSV_LINE_COLUMN]: 'zstd' };
 /** zstd for strings needs this storage version or later; DuckDB 1.2 and later read the file. */
@@ -141,7 +141,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
  * Workspaces per range of organizations a view is built in. The grouped views' lists of workspace names are
  * aggregate states DuckDB does not spill, and a sort spills all it holds: a range bounds both. At a hundred
  * million resources the resources view sorted whole spilled 40 GB, half this machine's free disk, before
- * it wrote a byte (docs/performance.md, session 10).
+ * it wrote a byte (docs/performance.md, "Building in ranges").
  */
 const SLICE_WORKSPACES = 1_000_000;
 
@@ -183,7 +183,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
   // Joins run as the view declarations write them, the largest relation first (the probe side). DuckDB
   // guesses a few dozen rows for read_json, so its join order put the resources file, tens of millions of
   // rows, on the build side of every join: each join materialized (and spilled) all of them, and the
-  // resources view's sort took 176 s instead of 52 (docs/performance.md, session 10).
+  // resources view's sort took 176 s instead of 52 (docs/performance.md, "Joins as written").
   await db.run(`SET disabled_optimizers = 'join_order,build_side_probe_side'`);
   const interrupt = () => db.interrupt();
   cancelled.addEventListener('abort', interrupt);

@@ -1,5 +1,5 @@
 // The contract of the durable state the service keeps besides snapshots: API tokens and saved views.
-// The embedded journal store implements it now; a Redis store must be a drop-in (issue 4), so every
+// The embedded journal store implements it now; a Redis store must be a drop-in, so every
 // method is async and every uniqueness rule is enforced by the store itself, atomically.
 
 export type TokenKind = 'organization' | 'team' | 'user';

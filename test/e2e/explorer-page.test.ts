@@ -1,4 +1,4 @@
-// The explorer page (issue 7) end to end: Debian's chromium driven by playwright-core against a real server
+// The explorer page end to end: Debian's chromium driven by playwright-core against a real server
 // with the small fixture (test/fixtures/small-source.ts). A user pastes a token, picks organization and
 // view, filters, chooses fields, sorts, pages, shares the link, saves, reopens, renames and deletes saved
 // views and downloads the CSV; what the page shows and saves is checked against the API itself. Errors

@@ -1,4 +1,4 @@
-// The OpenAPI document (issue 7): served to any valid token, valid OpenAPI 3.1 by a real validator, complete
+// The OpenAPI document: served to any valid token, valid OpenAPI 3.1 by a real validator, complete
 // (every route of the app's routers, every view, field and operator of the catalog, every status the code
 // can answer), and true: real answers of every operation validate against it (ajv, JSON Schema 2020-12),
 // its parameter schemas accept and refuse what the server accepts and refuses, and it follows

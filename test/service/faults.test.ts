@@ -1,4 +1,4 @@
-// Faults (issue 6): damaged snapshots, a load killed midway, the server killed during writes. The process
+// Faults: damaged snapshots, a load killed midway, the server killed during writes. The process
 // stays up, answers 503 rather than 500, never makes a half snapshot current, and loses no acknowledged write.
 import { expect } from 'chai';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

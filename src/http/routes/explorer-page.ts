@@ -1,4 +1,4 @@
-// The explorer page (issue 7): static files built into dist/web by `npm run build`, served without a token
+// The explorer page: static files built into dist/web by `npm run build`, served without a token
 // (they hold no data; every query the page makes carries the user's token). GET /explorer is the page;
 // GET /explorer/<file> its scripts, styles and catalog.json. Only plain file names of dist/web itself are
 // served (no sub-directories, no dot segments), with fixed content types and `Cache-Control: no-cache`

@@ -1,4 +1,4 @@
-// GET /api/v2/explorer/openapi.json: the OpenAPI 3.1 document of every route (issue 7). Built once, when the
+// GET /api/v2/explorer/openapi.json: the OpenAPI 3.1 document of every route. Built once, when the
 // app is created, from the catalog of the configured engine name; served as application/json to any valid
 // token (it reveals no data, but every non-operational route is authenticated), with an ETag. Not rate
 // limited: it costs a token check and a write of a cached buffer.
