@@ -60,18 +60,19 @@ run: build
 clean:
 	rm -rf dist
 
-# Performance scenarios of issue 5 on a 1,000,000-workspace snapshot (generated once under $(DATA_DIR)/bench).
-# Not part of make test. BENCH_SKIP_LOAD=1 reuses the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios.
+# The performance scenarios (docs/performance.md): bench/run.ts on a 1,000,000-workspace snapshot (generated once
+# under $(DATA_DIR)/bench), then the history and scale scripts. Not part of make test. BENCH_SKIP_LOAD=1 reuses
+# the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios of bench/run.ts.
 bench: build
 	node dist/bench/run.js
 	node dist/bench/history.js
 	node dist/bench/scale.js
 
-# Issue 12's H alone: the small-organization page on 100k-, 1M- and 5M-workspace snapshots (bench/scale.ts).
+# H alone: the small-organization page on 100k-, 1M- and 5M-workspace snapshots (bench/scale.ts).
 bench-scale: build
 	node dist/bench/scale.js
 
-# Issue 14's history scenarios alone: HISTORY_DAYS snapshots of a sample series (see bench/history.ts).
+# The history scenarios alone: HISTORY_DAYS snapshots of a sample series (see bench/history.ts).
 bench-history: build
 	node dist/bench/history.js
 
@@ -79,13 +80,13 @@ bench-history: build
 bench-load-phases: build
 	node dist/bench/load-phases.js
 
-# Issue 13's hundred million resources: a gzip source of 5M workspaces loaded, then the largest organization's
+# A hundred million resources: a gzip source of 5M workspaces loaded, then the largest organization's
 # R1 page against its 20M figure (bench/hundred-million.ts). Not part of make bench: ~65 GB of disk, 45-75 min.
 # It compares with the newest R1 in bench/results: run make bench (or its R1) on the same machine first.
 bench-100m: build
 	node dist/bench/hundred-million.js
 
 # Ten minutes of mixed load (pages, exports, saved-view writes) on loopback; fails on any 5xx, an RSS
-# trend over 5 % after warm-up, or FIFOs left behind. SOAK_SECONDS overrides the length (issue 12: 1800).
+# trend over 5 % after warm-up, or FIFOs left behind. SOAK_SECONDS overrides the length (the target: 1800).
 soak: build
 	node dist/bench/soak.js

@@ -1,4 +1,4 @@
-// make bench-history: issue 14's scenarios on HISTORY_DAYS retained snapshots of a sample series (each day
+// make bench-history: the history scenarios on HISTORY_DAYS retained snapshots of a sample series (each day
 // changing about 2 % of workspaces), over real HTTP on loopback, with every answer uncached. Not part of
 // make test.
 //
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const auth = { Authorization: `Bearer ${token}` };
   try {
     log(`largest organization ${largest} (${largestRows} workspaces), ${ids.length} snapshots, ${small.length} small organizations`);
-    // H1: the trend the issue names, every request distinct (a third filter that matches every row).
+    // H1: the largest organization's providers trend, every request distinct (a third filter that matches every row).
     const aws = 'type=providers&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=aws&filter%5B1%5D%5Bversion%5D%5Bcontains%5D%5B0%5D=5.&sum=workspace_count';
     const h1 = await cannon(pid, 'H1', { url: base, headers: auth, connections: 1, duration: SECONDS,
       requests: [{ setupRequest: (req) => ({ ...req, path: `/api/v2/organizations/${largest}/explorer/trend?${aws}&filter%5B2%5D%5Bsource%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}` }) }] });

@@ -1,4 +1,4 @@
-// make bench-100m: issue 13's last scenario. A source of 5,000,000 workspaces with about a hundred million
+// make bench-100m: a hundred million resources. A source of 5,000,000 workspaces with about a hundred million
 // resources (the bench's proportions: 10,000 organizations, the largest a tenth), gzip-compressed, is loaded
 // with `explorer load` (wall time and peak RSS from /usr/bin/time), then the largest organization's R1 page
 // (`resources`, provider_type is aws_instance, sorted by -source_updated_at, 20 rows, 1 connection) is

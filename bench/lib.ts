@@ -8,7 +8,7 @@ import { writeSample, type SampleOptions } from '../src/snapshots/sample.js';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
-/** Issue 13's R1: the largest organization's resources of one type, newest state first, 20 rows. */
+/** R1: the largest organization's resources of one type, newest state first, 20 rows. */
 export const R1_QUERY = '?type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance&sort=-source_updated_at&page%5Bsize%5D=20';
 
 /** Writes the sample `options` into `dir` unless its `.complete` marker says it holds exactly that sample. */

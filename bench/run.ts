@@ -1,10 +1,10 @@
-// make bench: the performance scenarios of issues 5 and 12 on a 1,000,000-workspace snapshot, measured over real
+// make bench: the page, export and load scenarios (docs/performance.md) on a 1,000,000-workspace snapshot, measured over real
 // HTTP on loopback (autocannon) and, for the same work, in-process with @duckdb/node-api on the same files,
 // so that every figure is also a ratio to the engine's own speed. Not part of make test.
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (per scenario, default 20),
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
-// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4; F' loads the source without its resources; the R scenarios are issue 13's, on the resources view).
+// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4; F' loads the source without its resources; the R scenarios are on the resources view).
 import autocannon from 'autocannon';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, get } from 'node:http';
@@ -47,16 +47,16 @@ const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 async function scenarioF(): Promise<void> {
   log('F: loading the bench source');
   const { seconds, gib } = await timedLoad(SOURCE, BENCH_DIR);
-  // The source holds resources since issue 13 (about 20 a workspace): issue 12's F was set for the
-  // source without them (F'), issue 13's load target for this one.
+  // The source holds resources (about 20 a workspace): F' has the target for the source without them,
+  // this one the target for the source with them.
   rows.push({
     scenario: 'F', what: 'load of the bench source (1M workspaces with their resources)', measured: `${round(seconds)} s, peak RSS ${round(gib, 2)} GiB`,
-    target: 'issue 13: ≤ 300 s, peak RSS ≤ 6 GiB', pass: seconds <= 300 && gib <= 6,
+    target: '≤ 300 s, peak RSS ≤ 6 GiB', pass: seconds <= 300 && gib <= 6,
   });
 }
 
 /**
- * Issue 12's F: the same source without its resources file (symlinks to the other files), loaded into a
+ * F': the same source without its resources file (symlinks to the other files), loaded into a
  * data directory of its own so that the bench snapshot stays as it is.
  */
 async function scenarioFWithoutResources(): Promise<void> {
@@ -73,7 +73,7 @@ async function scenarioFWithoutResources(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
   rows.push({
     scenario: "F'", what: 'load of the bench source without resources (1M workspaces)', measured: `${round(seconds)} s, peak RSS ${round(gib, 2)} GiB`,
-    target: 'issue 12: ≤ 90 s, peak RSS ≤ 3 GiB', pass: seconds <= 90 && gib <= 3,
+    target: '≤ 90 s, peak RSS ≤ 3 GiB', pass: seconds <= 90 && gib <= 3,
   });
 }
 
@@ -121,7 +121,7 @@ const cpu = () => `, CPU ${round(lastCpuMs, 2)} ms/req`;
  * BLOCK requests and BLOCK in-process runs. Timed with performance.now() on both sides, so that neither whole
  * milliseconds (autocannon's) nor the machine's drift between two separate runs decides the ratio. Blocks,
  * not single pairs: two buffer pools reading the same rows in turn evicted each other's from the CPU caches,
- * and both sides measured slower than either does alone (docs/performance.md, session 12).
+ * and both sides measured slower than either does alone (docs/performance.md, "Where an answer's time goes").
  */
 const BLOCK = 20;
 async function httpOverEngine(id: string, org: string, query: string, url: string, token: string, rounds = 10): Promise<{ http: number; engine: number }> {

@@ -1,4 +1,4 @@
-// make bench-scale: issue 12's H. The B page (a small organization's default page plus one filter, every
+// make bench-scale: H. The B page (a small organization's default page plus one filter, every
 // request distinct, 16 connections) on snapshots of 100k, 1M and 5M workspaces: a page must cost what its
 // organization holds, not what the snapshot holds. Not part of make test.
 //

@@ -1,6 +1,6 @@
 // make soak: a long mixed load on loopback — pages over every view, CSV exports and saved-view writes —
 // against the real server process. Passes when no response is a 5xx, memory shows no upward trend after
-// warm-up (≤ 5 % between the two halves after it, the page engine's target; ≤ 10 % was the first soak's),
+// warm-up (≤ 5 % between the two halves after it; ≤ 10 % until 2026-11-25),
 // and descriptors and FIFOs return to their baseline.
 // Warm-up (DuckDB caches filling) is the first 40 % of the run. SOAK_SECONDS (default 600), SOAK_DIR
 // (default $DATA_DIR/soak).
