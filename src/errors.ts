@@ -14,6 +14,8 @@ export class ApiError extends Error {
     readonly detail: string,
     readonly source?: ErrorSource,
     readonly headers: Record<string, string> = {},
+    /** What went wrong on our side, for the server's log only: never sent to the client. */
+    readonly internalCause?: string,
   ) {
     super(detail);
     this.name = 'ApiError';
@@ -33,8 +35,9 @@ export const unauthorized = (detail = 'A valid API token is required: send "Auth
 export const noSnapshot = () =>
   new ApiError(503, 'service unavailable', 'No snapshot is loaded yet; load one with `explorer load <dir>` and retry.', undefined, { 'Retry-After': '5' });
 
-export const snapshotUnavailable = () =>
-  new ApiError(503, 'service unavailable', 'The snapshot\'s data cannot be read right now; retry shortly.', undefined, { 'Retry-After': '5' });
+/** `cause` (the worker's own message) goes to the request's log line, so that a 503 says why. */
+export const snapshotUnavailable = (cause: string) =>
+  new ApiError(503, 'service unavailable', 'The snapshot\'s data cannot be read right now; retry shortly.', undefined, { 'Retry-After': '5' }, cause);
 
 export const queryTimeout = (seconds: number) =>
   new ApiError(504, 'query timed out', `The query ran longer than ${seconds} seconds and was stopped. Try a simpler query with fewer filters.`);

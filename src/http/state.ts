@@ -20,4 +20,6 @@ export interface RequestState {
   route?: string;
   /** How a streamed response ended, when not plainly. */
   outcome?: string;
+  /** Why the request failed on our side (ApiError.internalCause), for its log line. */
+  error?: string;
 }

@@ -78,7 +78,7 @@ async function runAdmitted<R extends Settled>(
     if (result.ok) return result as Extract<R, { ok: true }>;
     if (result.code === 'timeout') throw queryTimeout(run.timeoutMs / 1000);
     if (result.code === 'cancelled') throw clientClosed();
-    if (result.code === 'unavailable') throw snapshotUnavailable();
+    if (result.code === 'unavailable') throw snapshotUnavailable(result.message);
     throw new Error(`query failed in DuckDB: ${result.message}`);
   } catch (e) {
     if (e instanceof PoolOverloadedError) throw overloaded(e.retryAfterSeconds);

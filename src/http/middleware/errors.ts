@@ -27,7 +27,10 @@ export const errors = (logger: Logger): Middleware<RequestState> => async (ctx, 
       ctx.res.destroy();
       return;
     }
-    if (e instanceof ApiError) return sendError(ctx, e);
+    if (e instanceof ApiError) {
+      if (e.internalCause !== undefined) ctx.state.error = e.internalCause;
+      return sendError(ctx, e);
+    }
     const status = (e as { status?: number; expose?: boolean }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return sendError(ctx, new ApiError(status, 'bad request', (e as Error).message));

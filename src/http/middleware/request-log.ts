@@ -18,6 +18,7 @@ export const requestLog = (logger: Logger): Middleware<RequestState> => async (c
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
       rows: s.rows ?? null,
       ...(s.outcome ? { outcome: s.outcome } : {}),
+      ...(s.error ? { error: s.error } : {}),
       snapshot: s.lease?.snapshot.id ?? null,
     });
     s.lease?.release();

@@ -144,7 +144,7 @@ export async function streamCsv(ctx: Ctx, deps: ExplorerDeps, csv: CsvAnswer): P
     ctx.respond = true;
     if (end.code === 'timeout') throw queryTimeout(deps.config.queryTimeoutMs / 1000);
     if (end.code === 'cancelled') throw clientClosed();
-    if (end.code === 'unavailable') throw snapshotUnavailable();
+    if (end.code === 'unavailable') throw snapshotUnavailable(end.message);
     throw new Error(`export failed in DuckDB: ${end.message}`);
   }
   ctx.status = 200;
