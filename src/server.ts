@@ -17,6 +17,8 @@ import { connectRedis } from './redis.js';
 export interface RunningServer {
   url: string;
   server: Server;
+  /** The snapshots it serves; the suite polls it by hand. */
+  snapshots: SnapshotRegistry;
   /** The query pool, for its counters (tests, metrics). */
   pool: QueryPool;
   /** Stops accepting, lets in-flight requests finish for the grace period, interrupts the rest, closes. */
@@ -75,10 +77,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await pool.close(); // interrupts whatever still runs, waits for every task to settle
     server.closeAllConnections();
     await closed;
-    snapshots.stop();
+    await snapshots.close(); // its links, once no worker reads them
     await store.close();
     await redis?.close();
     logger.log('info', 'stopped');
   })());
-  return { url, server, pool, shutdown };
+  return { url, server, snapshots, pool, shutdown };
 }

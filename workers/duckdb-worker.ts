@@ -74,29 +74,31 @@ async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Runn
   const db = await engine.database();
   const snapshots: Attached[] = [];
   try {
-    for (const target of task.attach) snapshots.push(await engine.attach(target));
-  } catch (e) {
-    return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
-  }
-  const slot = await engine.slots.take(db);
-  // Counted only once the task holds a connection, so that a failed connect cannot pin the snapshot.
-  for (const snapshot of snapshots) snapshot.running++;
-  const state: Running = { connection: slot.connection };
-  running.set(task.id, state);
-  const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
-  let failed = false;
-  try {
-    return await body(slot, state);
-  } catch (e) {
-    failed = true;
-    if (state.reason) return { ok: false, code: state.reason, message: (e as Error).message };
-    return { ok: false, code: 'error', message: (e as Error).message };
+    try {
+      for (const target of task.attach) snapshots.push(await engine.attach(target));
+    } catch (e) {
+      return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
+    }
+    const slot = await engine.slots.take(db);
+    const state: Running = { connection: slot.connection };
+    running.set(task.id, state);
+    const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
+    let failed = false;
+    try {
+      return await body(slot, state);
+    } catch (e) {
+      failed = true;
+      if (state.reason) return { ok: false, code: state.reason, message: (e as Error).message };
+      return { ok: false, code: 'error', message: (e as Error).message };
+    } finally {
+      clearTimeout(timer);
+      if (state.repeat) clearInterval(state.repeat);
+      running.delete(task.id);
+      engine.slots.give(slot, !failed && !state.reason);
+    }
   } finally {
-    clearTimeout(timer);
-    if (state.repeat) clearInterval(state.repeat);
-    running.delete(task.id);
-    engine.slots.give(slot, !failed && !state.reason);
-    for (const snapshot of snapshots) snapshot.running--;
+    // Attached snapshots are counted from attach() on: none is detached while this task may still read it.
+    for (const snapshot of snapshots) engine.done(snapshot);
   }
 }
 

@@ -13,6 +13,8 @@ export class Engine {
   readonly slots = new Slots();
   private instance: Promise<DuckDBInstance> | undefined;
   private readonly attached = new Map<string, Attached>();
+  /** Aliases being detached: attached again only once DuckDB has let the name go. */
+  private readonly detaching = new Map<string, Promise<void>>();
   private attachOrder = 0;
 
   constructor(private readonly settings: Record<string, string>, private readonly attachedMax: number) {}
@@ -24,8 +26,15 @@ export class Engine {
     return instance;
   }
 
+  /**
+   * The snapshot attached under `target.alias`, counted as running from here (so that no other task's
+   * detachStale can detach it before this task has run): the caller calls done() with it when it ends.
+   * An alias names one file's content (current-snapshot.ts), so an entry attached through another path
+   * to the same file (another pin of it) serves as well.
+   */
   async attach(target: Attachment): Promise<Attached> {
     const db = await this.database();
+    for (let pending: Promise<void> | undefined; (pending = this.detaching.get(target.alias)); ) await pending;
     let entry = this.attached.get(target.alias);
     if (!entry) {
       const ready = (async () => {
@@ -36,35 +45,57 @@ export class Engine {
           setup.closeSync();
         }
       })();
-      entry = { ready, running: 0, order: ++this.attachOrder, path: target.path };
+      entry = { ready, running: 1, order: ++this.attachOrder, path: target.path };
       this.attached.set(target.alias, entry);
-      ready.catch(() => this.attached.delete(target.alias));
+      ready.catch(() => { if (this.attached.get(target.alias) === entry) this.attached.delete(target.alias); });
       // Awaited by the task that attaches, never left running on its own: the pool waits for its tasks
       // before it stops the workers, and a thread stopped during a DETACH takes the process down.
-      await this.detachStale(db);
+      try {
+        await this.detachStale(db);
+      } catch (e) {
+        entry.running--;
+        throw e;
+      }
+    } else {
+      entry.running++;
     }
-    await entry.ready;
+    try {
+      await entry.ready;
+    } catch (e) {
+      entry.running--;
+      throw e;
+    }
     return entry;
+  }
+
+  /** The task that attached `entry` has ended. */
+  done(entry: Attached): void {
+    entry.running--;
   }
 
   private async detachStale(db: DuckDBInstance): Promise<void> {
     const newest = [...this.attached.entries()].sort((a, b) => b[1].order - a[1].order).slice(0, this.attachedMax).map(([alias]) => alias);
     for (const [alias, entry] of this.attached) {
       // Prepared statements must never outlive the database they read: a running task's are dropped when it
-      // ends, and the snapshot is detached at a later attach. A file removed since (retention, compaction)
-      // goes at once: its disk space is freed only when the last handle on it closes.
+      // ends, and the snapshot is detached at a later attach. A file whose link the server has removed
+      // (src/snapshots/pins.ts) goes at once: its disk space is freed only when the last handle on it closes.
       const removed = !existsSync(entry.path);
       if ((newest.includes(alias) && !removed) || entry.running > 0 || !this.slots.releasable(alias)) continue;
       this.attached.delete(alias);
-      const setup = await db.connect();
-      try {
-        await entry.ready;
-        await setup.run(`DETACH "${alias}"`);
-      } catch {
-        // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
-      } finally {
-        setup.closeSync();
-      }
+      const detached = (async () => {
+        const setup = await db.connect();
+        try {
+          await entry.ready;
+          await setup.run(`DETACH "${alias}"`);
+        } catch {
+          // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
+        } finally {
+          setup.closeSync();
+        }
+      })();
+      this.detaching.set(alias, detached);
+      await detached;
+      this.detaching.delete(alias);
     }
   }
 }

@@ -22,9 +22,18 @@ export const COMPACT_FILE = 'compact.duckdb';
 export const foldedColumns = (view: string): { column: string; folded: string }[] =>
   catalogFor().view(view)!.fields.filter((f) => f.type === 'string').map((f) => ({ column: f.column, folded: foldedColumn(f.column) }));
 
+/**
+ * The moments of a compaction a reader can see: `started` (nothing changed yet), `written` (the compact file
+ * is in place, the manifest still names the full files), `switched` (the manifest names the compact file,
+ * the full files are still there) and `removed` (they are gone).
+ */
+export type CompactStep = 'started' | 'written' | 'switched' | 'removed';
+
 export interface CompactOptions {
   memoryLimit?: string;
   threads?: number;
+  /** Awaited at each step of each snapshot's compaction: the suite holds it there to read it meanwhile. */
+  atStep?: (step: CompactStep, id: string) => Promise<void>;
 }
 
 /**
@@ -52,6 +61,8 @@ export async function compactSnapshots(dataDir: string, keepFull: number, opts: 
 }
 
 async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOptions): Promise<void> {
+  const step = async (name: CompactStep) => opts.atStep?.(name, manifest.id);
+  await step('started');
   const dir = snapshotPath(dataDir, manifest.id);
   const tmp = join(dir, `.compact-${process.pid}.duckdb`);
   const scratch = join(dir, '.compact-tmp');
@@ -87,6 +98,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
   }
   await fsyncPath(tmp);
   await fs.rename(tmp, join(dir, COMPACT_FILE));
+  await step('written');
   const { csvLines: _lines, indexes: _indexes, positions: _positions, ...kept } = manifest;
   const compacted: Manifest = {
     ...kept,
@@ -96,9 +108,13 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
     compacted: true,
     sizes: { [COMPACT_FILE]: (await fs.stat(join(dir, COMPACT_FILE))).size },
   };
-  // The switch: a reader sees the old manifest with the old files, or the new one with the new file.
+  // The switch: a reader sees the old manifest with the old files, or the new one with the new file. A
+  // server that opened the old form reads its own links to the old files (pins.ts), so removing them here
+  // takes nothing from it.
   await writeManifest(dataDir, compacted);
+  await step('switched');
   await removeUnnamed(dataDir, compacted);
+  await step('removed');
 }
 
 /** Removes the data files a snapshot's manifest no longer names (the full layout a compaction replaced). */

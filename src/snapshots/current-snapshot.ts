@@ -4,6 +4,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
+import { Pins } from './pins.js';
 import type { AccessData } from './source-validator.js';
 import { ident, type CompileTarget } from '../query/compile.js';
 import { indexTable, POSITION_COLUMN } from '../catalog/catalog.js';
@@ -26,6 +27,10 @@ export interface Snapshot {
    * and the table have, and which serving columns and stored order the DuckDB file has.
    */
   target(view: string, organization: string): CompileTarget;
+  /** The manifest's stat when the snapshot was opened: another one means the snapshot was compacted since. */
+  manifestStamp: string;
+  /** The links this Snapshot reads (pins.ts); unpinned when the registry lets it go. */
+  pinned: readonly string[];
 }
 
 /** The databases a worker attaches to read `snapshots` (none for a snapshot served from Parquet). */
@@ -66,31 +71,94 @@ async function checkParquet(path: string): Promise<void> {
   }
 }
 
-export async function openSnapshot(dataDir: string, id: string): Promise<Snapshot> {
+/** The stat of a snapshot's manifest, which changes when the manifest is replaced (compaction). */
+const manifestStamp = async (dataDir: string, id: string): Promise<string> => {
+  const st = await fs.stat(join(snapshotPath(dataDir, id), 'manifest.json'));
+  return `${st.ino}:${st.mtimeMs}:${st.size}`;
+};
+
+/** The snapshot's files changed while it was being opened: open it again from its new manifest. */
+class ChangedWhileOpening extends Error {}
+
+/** How often a snapshot is opened again when its files change under the opening (compaction, removal). */
+const OPEN_ATTEMPTS = 5;
+
+/**
+ * Opens a snapshot for reading. With `pins`, every file it reads is pinned first (pins.ts): the Snapshot
+ * then reads its own links, which stay readable whatever the loader does to the snapshot's directory,
+ * until close(). A file the manifest names that is gone by the time it is pinned means the manifest was
+ * replaced meanwhile (a compaction): the manifest is read again.
+ */
+export async function openSnapshot(dataDir: string, id: string, pins?: Pins): Promise<Snapshot> {
+  for (let attempt = 1; ; attempt++) {
+    const opening: Opening = { pinned: [] };
+    try {
+      return await openOnce(dataDir, id, pins, opening);
+    } catch (e) {
+      await Promise.all(opening.pinned.map((p) => pins!.unpin(p)));
+      // A file missing because the manifest that named it was replaced meanwhile: open the new form. One
+      // missing under a manifest that stands is damage, and so is a snapshot gone whole (retention).
+      const now = await manifestStamp(dataDir, id).catch(() => null);
+      const moved = e instanceof ChangedWhileOpening || ((e as NodeJS.ErrnoException).code === 'ENOENT' && now !== null && now !== opening.stamp);
+      if (!moved || attempt >= OPEN_ATTEMPTS) throw e;
+    }
+  }
+}
+
+interface Opening {
+  /** The manifest's stamp as this attempt read it. */
+  stamp?: string;
+  /** The links made so far, removed when the attempt fails. */
+  pinned: string[];
+}
+
+async function openOnce(dataDir: string, id: string, pins: Pins | undefined, opening: Opening): Promise<Snapshot> {
+  const stamp = opening.stamp = await manifestStamp(dataDir, id);
   const [manifest, access] = await Promise.all([readManifest(dataDir, id), readAccess(dataDir, id)]);
   const dir = snapshotPath(dataDir, id);
-  for (const [name, size] of Object.entries(manifest.sizes ?? {})) {
-    const actual = (await fs.stat(join(dir, name)).catch(() => null))?.size;
-    if (actual !== size) throw new Error(`${name} is ${actual === undefined ? 'missing' : `${actual} bytes, not ${size}`}`);
+  const { pinned } = opening;
+  const checkSize = async (name: string, path: string) => {
+    const expected = manifest.sizes?.[name];
+    const actual = (await fs.stat(path)).size;
+    if (expected !== undefined && actual !== expected) throw new Error(`${name} is ${actual} bytes, not ${expected}`);
+  };
+  const pin = async (name: string) => {
+    const path = pins ? await pins.pin(join(dir, name)) : join(dir, name);
+    if (pins) pinned.push(path);
+    await checkSize(name, path);
+    return path;
+  };
+  // A snapshot with a file missing or cut short is damaged, even a file this server does not read (the
+  // Parquet files beside a DuckDB file): it is not served.
+  for (const name of Object.keys(manifest.sizes ?? {})) {
+    if (name !== manifest.database) await checkSize(name, join(dir, name));
   }
+  // Only what the server reads: the DuckDB file when there is one (its Parquet files are the source of
+  // the build, kept for portability), else each view's Parquet file.
   const paths = new Map<string, string>();
-  for (const [view, file] of Object.entries(manifest.files)) {
-    const path = join(dir, file);
-    await checkParquet(path);
-    paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
-  }
   let attachment: Attachment | null = null;
   if (manifest.database) {
-    const path = join(dir, manifest.database);
+    const path = await pin(manifest.database);
     await checkDuckdb(path);
     // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
     // It names the file too: a compacted snapshot's file is another database than the one it replaced.
+    // Never the link's name: the alias is in the SQL, and an answer's ETag must not depend on the server.
     attachment = { alias: `snapshot_${id}_${manifest.database}`.replace(/[^0-9A-Za-z]/g, '_'), path };
+  } else {
+    for (const [view, file] of Object.entries(manifest.files)) {
+      const path = await pin(file);
+      await checkParquet(path);
+      paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
+    }
   }
+  // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
+  if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
   return {
     id,
     attachment,
     manifest,
+    manifestStamp: stamp,
+    pinned: [...pinned],
     access,
     organizations: new Set(access.organizations),
     target(view, organization) {
@@ -123,11 +191,22 @@ export async function openSnapshot(dataDir: string, id: string): Promise<Snapsho
 
 export class SnapshotRegistry {
   private state: SnapshotState = { status: 'none' };
+  /** Leases per snapshot id: retention removes none of these. */
   private readonly leases = new Map<string, number>();
+  /**
+   * Who holds each Snapshot this registry opened: the registry while it serves it (current, or opened for
+   * history) and each lease on it. Its pins go at the first poll that finds it held by nobody, not at once:
+   * a request may have it in hand between choosing it and leasing it.
+   */
+  private readonly holds = new Map<Snapshot, number>();
+  /** Snapshots held by nobody, and the poll that found them so. */
+  private readonly unheld = new Map<Snapshot, number>();
+  private polls = 0;
   /** The retained snapshots' ids, oldest first (docs/history.md §1), as of the last poll. */
   private retained: string[] = [];
-  /** Retained snapshots opened for history requests: immutable, so opened once. */
+  /** Retained snapshots opened for history requests, each opened once per form (a compaction is another). */
   private readonly opened = new Map<string, Promise<Snapshot | null>>();
+  private pins: Pins | undefined;
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
 
@@ -139,6 +218,7 @@ export class SnapshotRegistry {
   ) {}
 
   async start(): Promise<void> {
+    this.pins = await Pins.create(this.dataDir);
     await this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.pollMs);
     this.timer.unref();
@@ -146,6 +226,13 @@ export class SnapshotRegistry {
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+  }
+
+  /** Stops polling and removes this server's links; once nothing reads the snapshots any more (shutdown). */
+  async close(): Promise<void> {
+    this.stop();
+    await this.checking;
+    await this.pins?.close();
   }
 
   get current(): SnapshotState {
@@ -173,9 +260,13 @@ export class SnapshotRegistry {
     return all.filter((s): s is Snapshot => s !== null);
   }
 
-  /** A lease on a retained snapshot, so that retention does not remove it while the request reads it. */
+  /**
+   * A lease on a snapshot: retention removes none of its files, and the files it was opened with stay
+   * readable (pinned) until the lease is released, even when a compaction or a removal replaces them.
+   */
   lease(snapshot: Snapshot): Lease {
     this.leases.set(snapshot.id, (this.leases.get(snapshot.id) ?? 0) + 1);
+    this.hold(snapshot);
     let released = false;
     return {
       snapshot,
@@ -185,15 +276,41 @@ export class SnapshotRegistry {
         const n = (this.leases.get(snapshot.id) ?? 1) - 1;
         if (n > 0) this.leases.set(snapshot.id, n);
         else this.leases.delete(snapshot.id);
+        this.letGo(snapshot);
       },
     };
+  }
+
+  private hold(snapshot: Snapshot): void {
+    this.holds.set(snapshot, (this.holds.get(snapshot) ?? 0) + 1);
+    this.unheld.delete(snapshot);
+  }
+
+  private letGo(snapshot: Snapshot): void {
+    const n = (this.holds.get(snapshot) ?? 1) - 1;
+    this.holds.set(snapshot, n);
+    if (n <= 0) this.unheld.set(snapshot, this.polls);
+  }
+
+  /** Unpins the snapshots nobody has held since an earlier poll than this one. */
+  private async unpinUnheld(): Promise<void> {
+    for (const [snapshot, since] of [...this.unheld]) {
+      if (since >= this.polls) continue;
+      this.unheld.delete(snapshot);
+      this.holds.delete(snapshot);
+      await Promise.all(snapshot.pinned.map((p) => this.pins!.unpin(p)))
+        .catch((e: Error) => this.logger.log('warn', 'a snapshot link cannot be removed', { snapshot: snapshot.id, error: e.message }));
+    }
   }
 
   private open(id: string): Promise<Snapshot | null> {
     if (this.state.status === 'ready' && this.state.snapshot.id === id) return Promise.resolve(this.state.snapshot);
     let opening = this.opened.get(id);
     if (!opening) {
-      opening = openSnapshot(this.dataDir, id).catch((e: Error) => {
+      opening = openSnapshot(this.dataDir, id, this.pins).then((s) => {
+        this.hold(s);
+        return s;
+      }, (e: Error) => {
         this.logger.log('error', 'a retained snapshot cannot be opened', { snapshot: id, error: e.message });
         this.opened.delete(id); // tried again at the next request
         return null;
@@ -203,6 +320,12 @@ export class SnapshotRegistry {
     return opening;
   }
 
+  /** Forgets an opened snapshot: the next request opens it again; a request reading it keeps its lease. */
+  private forget(id: string, opening: Promise<Snapshot | null>): void {
+    if (this.opened.get(id) === opening) this.opened.delete(id);
+    void opening.then((s) => { if (s) this.letGo(s); });
+  }
+
   /** Re-reads CURRENT and switches when it names another snapshot. Safe to call at any time. */
   refresh(): Promise<void> {
     this.checking ??= this.check().finally(() => { this.checking = undefined; });
@@ -210,6 +333,7 @@ export class SnapshotRegistry {
   }
 
   private async check(): Promise<void> {
+    this.polls++;
     let id: string | null;
     let ids: string[];
     try {
@@ -222,12 +346,17 @@ export class SnapshotRegistry {
     // A directory newer than CURRENT is a load between its rename and its switch: not history yet.
     const loaded = id === null ? [] : ids.filter((s) => s <= id!);
     this.retained = retainedIds(loaded, this.keep);
-    for (const [old, opening] of this.opened) {
-      if (!this.retained.includes(old)) this.opened.delete(old);
-      // Compacted since it was opened (its manifest names another file now): opened again when next asked for.
-      const path = (await opening)?.attachment?.path;
-      if (path && !(await fs.stat(path).catch(() => null))) this.opened.delete(old);
+    for (const [old, opening] of [...this.opened]) {
+      if (!this.retained.includes(old)) {
+        this.forget(old, opening);
+        continue;
+      }
+      // Compacted since it was opened (its manifest was replaced): opened again when next asked for.
+      const snapshot = await opening;
+      const stamp = await manifestStamp(this.dataDir, old).catch(() => null);
+      if (snapshot && stamp !== snapshot.manifestStamp) this.forget(old, opening);
     }
+    await this.unpinUnheld();
     if (ids.length > this.keep) {
       // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends.
       const removed = await pruneSnapshots(this.dataDir, this.keep, new Set(this.leases.keys())).catch(() => []);
@@ -238,17 +367,25 @@ export class SnapshotRegistry {
   private async switchTo(id: string | null): Promise<void> {
     const shown = this.state.status === 'ready' ? this.state.snapshot.id : this.state.status === 'broken' ? this.state.id : null;
     if (id === shown) return;
+    const previous = this.state.status === 'ready' ? this.state.snapshot : null;
     if (id === null) {
       this.state = { status: 'none' };
-      return;
+    } else {
+      try {
+        const snapshot = await openSnapshot(this.dataDir, id, this.pins);
+        this.hold(snapshot);
+        this.state = { status: 'ready', snapshot };
+        this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
+      } catch (e) {
+        this.state = { status: 'broken', id, error: (e as Error).message };
+        this.logger.log('error', 'the current snapshot cannot be opened', { snapshot: id, error: (e as Error).message });
+      }
     }
-    try {
-      const snapshot = await openSnapshot(this.dataDir, id);
-      this.state = { status: 'ready', snapshot };
-      this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
-    } catch (e) {
-      this.state = { status: 'broken', id, error: (e as Error).message };
-      this.logger.log('error', 'the current snapshot cannot be opened', { snapshot: id, error: (e as Error).message });
+    // The snapshot that was current stays open for history, with the registry's hold on it, unless it is
+    // open there already (then that one serves and this one goes).
+    if (previous) {
+      if (this.opened.has(previous.id)) this.letGo(previous);
+      else this.opened.set(previous.id, Promise.resolve(previous));
     }
   }
 }
