@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { listSnapshotIds, readCurrentId, readManifest, snapshotPath } from '../src/snapshots/snapshot-dir.js';
-import { writeSampleSeries } from '../src/snapshots/sample-series.js';
+import { writeSampleSeries } from '../src/sample/sample-series.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { CLI, cpuSeconds, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 

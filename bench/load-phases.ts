@@ -6,7 +6,7 @@
 // removed before and after).
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadSnapshot } from '../src/snapshots/load.js';
+import { loadSnapshot } from '../src/snapshots/write/load.js';
 
 const DATA_DIR = resolve(process.env.DATA_DIR ?? './data');
 const source = resolve(process.env.PHASES_SOURCE ?? join(DATA_DIR, 'bench', 'source'));

@@ -14,7 +14,7 @@ import { compileQuery } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
-import { openSnapshot } from '../src/snapshots/current-snapshot.js';
+import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { cpuSeconds, ensureSample, mixedLoad, percentile, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';

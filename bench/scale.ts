@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
-import { writeSample } from '../src/snapshots/sample.js';
+import { writeSample } from '../src/sample/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { CLI, cpuSeconds, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 

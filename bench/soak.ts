@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
 import { isHeldFifo } from '../src/pool/fifos.js';
-import { loadSnapshot } from '../src/snapshots/load.js';
+import { loadSnapshot } from '../src/snapshots/write/load.js';
 import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
-import { writeSample } from '../src/snapshots/sample.js';
+import { writeSample } from '../src/sample/sample.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { ROOT, openFds, rssMb, startServerProcess, stopServerProcess } from './lib.js';
 

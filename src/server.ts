@@ -10,7 +10,7 @@ import { ApiError } from './errors.js';
 import { MAX_HEADER_BYTES } from './limits.js';
 import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
-import { SnapshotRegistry } from './snapshots/current-snapshot.js';
+import { SnapshotRegistry } from './snapshots/read/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
 import { connectRedis } from './redis.js';
 

@@ -5,9 +5,9 @@ import { appendFile, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { loadSnapshot } from '../src/snapshots/load.js';
-import { SAMPLE_FILES, writeSample, type SampleFile } from '../src/snapshots/sample.js';
-import { dayName, writeSampleSeries, type DaySummary } from '../src/snapshots/sample-series.js';
+import { loadSnapshot } from '../src/snapshots/write/load.js';
+import { SAMPLE_FILES, writeSample, type SampleFile } from '../src/sample/sample.js';
+import { dayName, writeSampleSeries, type DaySummary } from '../src/sample/sample-series.js';
 import { cli } from './helpers/cli.js';
 
 type Row = Record<string, unknown>;

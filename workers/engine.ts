@@ -78,7 +78,7 @@ export class Engine {
     for (const [alias, entry] of this.attached) {
       // Prepared statements must never outlive the database they read: a running task's are dropped when it
       // ends, and the snapshot is detached at a later attach. A file whose link the server has removed
-      // (src/snapshots/pins.ts) goes at once: its disk space is freed only when the last handle on it closes.
+      // (src/snapshots/read/pins.ts) goes at once: its disk space is freed only when the last handle on it closes.
       const removed = !existsSync(entry.path);
       if ((newest.includes(alias) && !removed) || entry.running > 0 || !this.slots.releasable(alias)) continue;
       this.attached.delete(alias);

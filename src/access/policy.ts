@@ -1,6 +1,6 @@
 // interface §9: who may use the explorer of which organization. Teams and memberships come from the
 // current snapshot, so a permission change arrives with the next snapshot.
-import type { Snapshot } from '../snapshots/current-snapshot.js';
+import type { Snapshot } from '../snapshots/read/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
 
 export function mayExplore(token: TokenRecord, organization: string, snapshot: Pick<Snapshot, 'organizations' | 'access'>): boolean {

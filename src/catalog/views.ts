@@ -1,7 +1,7 @@
 // The five views, declared once. Field lists, JSON Schemas, the query compiler, CSV headers, the loader's
 // Parquet layout and the docs are all derived from these declarations.
 //
-// `build`, `id`, `organization` and `from` are SQL over the loader's staging tables (snapshots/staging.ts):
+// `build`, `id`, `organization` and `from` are SQL over the loader's staging tables (snapshots/write/staging.ts):
 //   src_organizations, src_workspaces, src_projects, src_providers, src_modules (de-duplicated), the
 //   src_resources view, and per-workspace lists ws_providers / ws_modules (workspace_id, n, list). Lists are
 //   joined with ', ' in code-point order (§3).

@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { RedisConnection } from '../redis.js';
 import type { QueryPool } from '../pool/query-pool.js';
-import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
+import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { StateStore } from '../store/state-store.js';
 import { authorizeOrganization, identify, requireToken } from './middleware/access.js';
 import { rateLimit } from './middleware/rate-limit.js';

@@ -1,4 +1,4 @@
-import type { Lease } from '../snapshots/current-snapshot.js';
+import type { Lease } from '../snapshots/read/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
 
 /** What a request ran, for metrics: a page, an export, or history's changes (page or export) and trend. */

@@ -2,7 +2,7 @@
 // retained one. Each snapshot read is leased, so that retention removes none while the request uses it.
 import type { ParameterizedContext } from 'koa';
 import { chooseSnapshot } from '../query/snapshot-choice.js';
-import type { Snapshot, SnapshotRegistry } from '../snapshots/current-snapshot.js';
+import type { Snapshot, SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { RequestState } from './state.js';
 
 type Ctx = ParameterizedContext<RequestState>;

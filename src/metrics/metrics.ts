@@ -5,7 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ResponseCache } from '../http/response-cache.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { RedisConnection } from '../redis.js';
-import type { SnapshotRegistry } from '../snapshots/current-snapshot.js';
+import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { QueryKind } from '../http/state.js';
 
 export interface MetricSources {

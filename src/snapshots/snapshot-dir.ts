@@ -1,5 +1,6 @@
-// The on-disk layout of snapshots under DATA_DIR/snapshots:
-//   <id>/            an immutable snapshot: one Parquet file per view, access.json, manifest.json
+// The contract between what writes snapshots (write/: load, compaction) and what reads them (read/: the
+// server's registry): the on-disk layout under DATA_DIR/snapshots, the manifest, CURRENT and retention.
+//   <id>/            a snapshot: its manifest.json names its files (Parquet per view, a DuckDB file), access.json
 //   .tmp-<id>/       a snapshot being written (never current; removed when stale)
 //   CURRENT          the id of the current snapshot, replaced atomically (write, fsync, rename, fsync dir)
 // A snapshot's id is stamped with the moment it was loaded, so that id order is load order: the history
@@ -7,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import type { AccessData } from './source-validator.js';
 
 /** How many snapshots history keeps when SNAPSHOT_KEEP is not set, and the fewest it may keep. */
 export const DEFAULT_SNAPSHOT_KEEP = 30;
@@ -58,6 +58,17 @@ export interface Manifest {
   sizes?: Record<string, number>;
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
   compacted?: boolean;
+}
+
+/** Who may read what in a snapshot (access.json), from the source's organizations and teams. */
+export interface AccessData {
+  organizations: string[];
+  /** Teams that grant explorer access (owners, read_workspaces or read_projects), per organization. */
+  qualifyingTeams: Record<string, string[]>;
+  /** Every team, per organization (to check a team token's target at creation). */
+  teams: Record<string, string[]>;
+  /** Organizations where the user belongs to a qualifying team. */
+  userOrganizations: Record<string, string[]>;
 }
 
 export const snapshotsDir = (dataDir: string) => join(dataDir, 'snapshots');

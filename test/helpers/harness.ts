@@ -7,7 +7,7 @@ import { issueToken } from '../../src/access/tokens.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { writeSmallSource, ORG, OTHER_ORG } from '../fixtures/small-source.js';
 

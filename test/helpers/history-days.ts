@@ -2,7 +2,7 @@
 // upgrades, deletes and creates a workspace, day 3 adds drift and renames. loadDays puts days 2 and 3 on a
 // harness that started with day 1, waiting for each to become current, and returns the snapshot ids.
 import { join } from 'node:path';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import * as fx from '../fixtures/small-source.js';
 import type { Src } from './fixture-model.js';
 import type { Harness } from './harness.js';

@@ -5,7 +5,7 @@
 // differs from their stored column are covered too.
 import { expect } from 'chai';
 import { catalogFor } from '../../src/catalog/catalog.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { csvOfJson } from '../helpers/csv-render.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 

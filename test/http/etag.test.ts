@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
 import { ifNoneMatch } from '../../src/http/etag.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 
 const JSONAPI = 'application/vnd.api+json';

@@ -1,7 +1,7 @@
 // GET /metrics: off by default, behind METRICS_TOKEN when set, and counting what the service did.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
 

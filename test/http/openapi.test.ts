@@ -21,7 +21,7 @@ import { ORG } from '../fixtures/small-source.js';
 import { clientQuery, startHarness, type Harness } from '../helpers/harness.js';
 import { answer, Contract, rawGet, type Answer } from '../helpers/openapi-contract.js';
 import { waitFor } from '../helpers/wait.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 
 const ORG_PATH = '/api/v2/organizations/{organization_name}';
 const EXPLORER = `${ORG_PATH}/explorer`;

@@ -3,7 +3,7 @@
 // an older one's entries; organizations never share entries; RESPONSE_CACHE_MB=0 turns it off.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
 
 const Q = '/api/v2/organizations/acme-corp/explorer?type=workspaces&sort=-workspace_updated_at&page%5Bsize%5D=2';

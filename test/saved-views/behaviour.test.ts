@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { silentLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { ORG, OTHER_ORG, workspaces, writeSmallSource } from '../fixtures/small-source.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';

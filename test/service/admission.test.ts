@@ -2,7 +2,7 @@
 // refused with 503 and Retry-After, a full queue refuses at once, and other organizations' pages still pass.
 import { expect } from 'chai';
 import { get, type IncomingMessage } from 'node:http';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 
 /**

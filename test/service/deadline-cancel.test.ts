@@ -6,7 +6,7 @@ import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryPool } from '../../src/pool/query-pool.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import type { PageResult } from '../../workers/protocol.js';
 import { isHeldFifo } from '../../src/pool/fifos.js';
 import { cpuShare } from '../helpers/cpu.js';

@@ -14,7 +14,7 @@ import { compileQuery } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 import { cpuShare } from '../helpers/cpu.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';

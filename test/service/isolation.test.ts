@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueToken } from '../../src/access/tokens.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 

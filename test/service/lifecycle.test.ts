@@ -7,8 +7,8 @@ import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueToken } from '../../src/access/tokens.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { waitFor } from '../helpers/wait.js';
 

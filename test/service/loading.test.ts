@@ -4,14 +4,14 @@ import { expect } from 'chai';
 import { promises as fs, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli } from '../helpers/cli.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
-import { DATABASE_FILE } from '../../src/snapshots/load.js';
+import { DATABASE_FILE } from '../../src/snapshots/write/load.js';
 import { CSV_LINE_COLUMN, ROW_JSON_COLUMN, VIEW_NAMES } from '../../src/catalog/catalog.js';
 
 

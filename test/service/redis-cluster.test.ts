@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { issueToken } from '../../src/access/tokens.js';
 import { silentLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { loadSnapshot } from '../../src/snapshots/load.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';

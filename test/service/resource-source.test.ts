@@ -6,13 +6,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { AddressSet } from '../../src/snapshots/address-set.js';
+import { AddressSet } from '../../src/snapshots/write/address-set.js';
 import { openInstance } from '../../src/duckdb/open-instance.js';
-import { DATABASE_FILE, loadSnapshot, SourceInvalidError } from '../../src/snapshots/load.js';
+import { DATABASE_FILE, loadSnapshot, SourceInvalidError } from '../../src/snapshots/write/load.js';
 import { snapshotPath } from '../../src/snapshots/snapshot-dir.js';
-import { foldedColumns } from '../../src/snapshots/compact.js';
+import { foldedColumns } from '../../src/snapshots/write/compact.js';
 import { VIEW_NAMES } from '../../src/catalog/catalog.js';
-import { validateSource } from '../../src/snapshots/source-validator.js';
+import { validateSource } from '../../src/snapshots/write/source-validator.js';
 import { resources, workspaces, writeSmallSource } from '../fixtures/small-source.js';
 
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';

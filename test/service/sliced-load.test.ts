@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VIEW_NAMES } from '../../src/catalog/catalog.js';
 import { openInstance } from '../../src/duckdb/open-instance.js';
-import { DATABASE_FILE, loadSnapshot } from '../../src/snapshots/load.js';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { DATABASE_FILE, loadSnapshot } from '../../src/snapshots/write/load.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { readCurrentId, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 
 describe('a load sorted in ranges of organizations', function () {

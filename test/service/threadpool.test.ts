@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
 
 /** Slowest of `n` small file reads run at once: each needs a libuv thread. */

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { writeSample } from '../../src/snapshots/sample.js';
+import { writeSample } from '../../src/sample/sample.js';
 import { writeSmallSource } from '../fixtures/small-source.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -5,7 +5,7 @@ import type { Middleware } from 'koa';
 import { rateLimitContext, mayExplore } from '../../access/policy.js';
 import { bearerOf, verifyToken } from '../../access/tokens.js';
 import { ApiError, noSnapshot, notFound, unauthorized } from '../../errors.js';
-import type { SnapshotRegistry } from '../../snapshots/current-snapshot.js';
+import type { SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import { StoreUnavailableError, type TokenStore } from '../../store/state-store.js';
 import type { RequestState } from '../state.js';
 

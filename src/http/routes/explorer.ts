@@ -10,7 +10,7 @@ import { compileQuery } from '../../query/compile.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
-import { attachments, type SnapshotRegistry } from '../../snapshots/current-snapshot.js';
+import { attachments, type SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import type { Attachment, Statement } from '../../../workers/protocol.js';
 import type { RequestState } from '../state.js';
 import { travel } from '../time-travel.js';

@@ -13,7 +13,7 @@ import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
 import { chooseChangePair, datetimeParameter } from '../../query/snapshot-choice.js';
 import { validatePage } from '../../query/validate.js';
-import { attachments, type Snapshot } from '../../snapshots/current-snapshot.js';
+import { attachments, type Snapshot } from '../../snapshots/read/current-snapshot.js';
 import { rowAttributes } from '../../../workers/page-json.js';
 import { entityTag } from '../etag.js';
 import { sendJsonTagged } from '../jsonapi.js';

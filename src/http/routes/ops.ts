@@ -2,7 +2,7 @@
 import { Router } from '@koa/router';
 import type { QueryPool } from '../../pool/query-pool.js';
 import type { RedisConnection } from '../../redis.js';
-import type { SnapshotRegistry } from '../../snapshots/current-snapshot.js';
+import type { SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import type { RequestState } from '../state.js';
 
 export function opsRoutes(router: Router<RequestState>, deps: { snapshots: SnapshotRegistry; pool: QueryPool; redis?: RedisConnection; isDraining: () => boolean }): void {

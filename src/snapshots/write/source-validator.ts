@@ -5,21 +5,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
 import { AddressSet } from './address-set.js';
+import type { AccessData } from '../snapshot-dir.js';
 
 export const SOURCE_FILES = [
   'organizations', 'projects', 'workspaces', 'workspace_providers', 'workspace_modules', 'workspace_resources', 'teams', 'team_members',
 ] as const;
 export type SourceFile = (typeof SOURCE_FILES)[number];
-
-export interface AccessData {
-  organizations: string[];
-  /** Teams that grant explorer access (owners, read_workspaces or read_projects), per organization. */
-  qualifyingTeams: Record<string, string[]>;
-  /** Every team, per organization (to check a team token's target at creation). */
-  teams: Record<string, string[]>;
-  /** Organizations where the user belongs to a qualifying team. */
-  userOrganizations: Record<string, string[]>;
-}
 
 export interface ValidationResult {
   errors: string[];

@@ -2,16 +2,16 @@
 // it current atomically. Any failure leaves the current snapshot untouched and removes the partial one.
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { versionKey } from '../catalog/version-order.js';
+import { versionKey } from '../../catalog/version-order.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { openInstance } from '../duckdb/open-instance.js';
+import { openInstance } from '../../duckdb/open-instance.js';
 import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
 import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
-import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../catalog/catalog.js';
-import { ident, SMALL_ORGANIZATION_ROWS } from '../query/compile.js';
+import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
+import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
 
 /**
  * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
@@ -28,7 +28,7 @@ const STORAGE_VERSION = 'v1.2.0';
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
-} from './snapshot-dir.js';
+} from '../snapshot-dir.js';
 
 export class SourceInvalidError extends Error {
   constructor(readonly errors: string[], readonly errorCount: number) {

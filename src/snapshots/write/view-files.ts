@@ -4,13 +4,13 @@
 // the DuckDB table also holds each row's JSON, CSV line and position (`_pos`). Sorted by organization (its
 // key orders as its name does), then the view's default order, so that a query reads only its organization's
 // row groups and a default-ordered page or export needs no sort of strings.
-import { VIEW_DECLS } from '../catalog/views.js';
+import { VIEW_DECLS } from '../../catalog/views.js';
 import {
   catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
-} from '../catalog/catalog.js';
-import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../query/compile.js';
-import { sortKeys } from '../query/query.js';
-import type { Field } from '../catalog/types.js';
+} from '../../catalog/catalog.js';
+import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../../query/compile.js';
+import { sortKeys } from '../../query/query.js';
+import type { Field } from '../../catalog/types.js';
 import { sqlLiteral } from './staging.js';
 
 export const ROW_GROUP_SIZE = 16384;

@@ -3,16 +3,15 @@
 // a lease on the current snapshot and keeps reading that one even if another becomes current meanwhile.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
-import type { AccessData } from './source-validator.js';
-import { ident, type CompileTarget } from '../query/compile.js';
-import { indexTable, POSITION_COLUMN } from '../catalog/catalog.js';
+import { ident, type CompileTarget } from '../../query/compile.js';
+import { indexTable, POSITION_COLUMN } from '../../catalog/catalog.js';
 import {
-  listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
-} from './snapshot-dir.js';
+  type AccessData, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
+} from '../snapshot-dir.js';
 
-import type { Attachment } from '../../workers/protocol.js';
+import type { Attachment } from '../../../workers/protocol.js';
 
 export interface Snapshot {
   id: string;

@@ -8,12 +8,12 @@
 // loader's own expression: the same answers, from a fraction of the bytes.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { catalogFor, foldedColumn, SERVING_COLUMNS, VIEW_NAMES } from '../catalog/catalog.js';
-import { openInstance } from '../duckdb/open-instance.js';
-import { ident, storedFoldSql } from '../query/compile.js';
+import { catalogFor, foldedColumn, SERVING_COLUMNS, VIEW_NAMES } from '../../catalog/catalog.js';
+import { openInstance } from '../../duckdb/open-instance.js';
+import { ident, storedFoldSql } from '../../query/compile.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
-} from './snapshot-dir.js';
+} from '../snapshot-dir.js';
 import { sqlLiteral } from './staging.js';
 
 export const COMPACT_FILE = 'compact.duckdb';
