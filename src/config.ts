@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { ENGINE_PATTERN } from './catalog/catalog.js';
 import {
-  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
+  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 
 export interface Config {
@@ -39,6 +39,8 @@ export interface Config {
   responseCacheBytes: number;
   /** Snapshots kept for history (docs/history.md): the newest this many. */
   snapshotKeep: number;
+  /** Recent UTC days whose newest snapshot history keeps besides the newest SNAPSHOT_KEEP (0: none). */
+  snapshotKeepDays: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
 }
@@ -83,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
     responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,
     snapshotKeep: int(env, 'SNAPSHOT_KEEP', DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP),
+    snapshotKeepDays: int(env, 'SNAPSHOT_KEEP_DAYS', DEFAULT_SNAPSHOT_KEEP_DAYS, 0),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

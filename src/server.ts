@@ -28,7 +28,7 @@ export interface RunningServer {
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
   const store = await openStateStore(config, redis, logger);
-  const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger, config.snapshotKeep);
+  const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger, { keep: config.snapshotKeep, keepDays: config.snapshotKeepDays });
   await snapshots.start();
   const pool = new QueryPool({
     workers: config.poolWorkers,
@@ -42,7 +42,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     maxExportWaitMs: config.poolMaxExportWaitMs,
     exportConcurrency: config.exportConcurrency ?? undefined,
     // History reads every retained snapshot for a trend: keep them attached rather than re-attach each time.
-    attachedMax: config.snapshotKeep + 1,
+    attachedMax: config.snapshotKeep + config.snapshotKeepDays + 1,
   });
   let draining = false;
   const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });

@@ -12,6 +12,18 @@ import { join } from 'node:path';
 /** How many snapshots history keeps when SNAPSHOT_KEEP is not set, and the fewest it may keep. */
 export const DEFAULT_SNAPSHOT_KEEP = 30;
 export const MIN_SNAPSHOT_KEEP = 2;
+/** Of how many recent UTC days the newest snapshot is kept besides those (SNAPSHOT_KEEP_DAYS; 0: none). */
+export const DEFAULT_SNAPSHOT_KEEP_DAYS = 30;
+
+/**
+ * What history keeps: the newest `keep` snapshots and, besides them, the newest snapshot of each of the
+ * last `keepDays` UTC days (today included), so that frequent snapshots keep the last minutes densely and
+ * a month of days.
+ */
+export interface Retention {
+  keep: number;
+  keepDays: number;
+}
 /**
  * How many of the newest snapshots keep their serving layout (SNAPSHOT_KEEP_FULL); older ones are compacted
  * (compact.ts). Never fewer than two: the current one and the one a lagging server or a running request
@@ -142,19 +154,35 @@ export async function readAccess(dataDir: string, id: string): Promise<AccessDat
   return JSON.parse(await fs.readFile(join(snapshotPath(dataDir, id), 'access.json'), 'utf8')) as AccessData;
 }
 
-/** The retained snapshots among `ids` (sorted, oldest first): the newest `keep`. */
-export const retainedIds = (ids: readonly string[], keep: number): string[] => ids.slice(Math.max(0, ids.length - keep));
+/** The UTC day (YYYYMMDD) a snapshot was made on: its id starts with it. */
+const dayOf = (id: string) => id.slice(0, 8);
+
+/** The retained snapshots among `ids` (sorted, oldest first) by `retention`, on the UTC day of `now`. */
+export function retainedIds(ids: readonly string[], retention: Retention, now = new Date()): string[] {
+  const kept = new Set(ids.slice(Math.max(0, ids.length - retention.keep)));
+  if (retention.keepDays > 0) {
+    const days = new Set<string>();
+    for (let d = 0; d < retention.keepDays; d++) {
+      days.add(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - d)).toISOString().slice(0, 10).replace(/-/g, ''));
+    }
+    const newest = new Map<string, string>();
+    for (const id of ids) if (days.has(dayOf(id))) newest.set(dayOf(id), id); // ids ascend: the last one wins
+    for (const id of newest.values()) kept.add(id);
+  }
+  return ids.filter((id) => kept.has(id));
+}
 
 /**
- * Removes snapshots beyond the newest `keep`, never the current one nor any in `inUse`, and abandoned
+ * Removes the snapshots `retention` does not keep, never the current one nor any in `inUse`, and abandoned
  * temporary directories older than an hour (a load killed midway).
  */
-export async function pruneSnapshots(dataDir: string, keep: number, inUse: ReadonlySet<string> = new Set()): Promise<string[]> {
+export async function pruneSnapshots(dataDir: string, retention: Retention, inUse: ReadonlySet<string> = new Set()): Promise<string[]> {
   const current = await readCurrentId(dataDir);
   const ids = await listSnapshotIds(dataDir);
+  const kept = new Set(retainedIds(current === null ? ids : ids.filter((id) => id <= current), retention));
   const removed: string[] = [];
-  for (const id of ids.slice(0, Math.max(0, ids.length - keep))) {
-    if (id === current || inUse.has(id)) continue;
+  for (const id of ids) {
+    if (kept.has(id) || id === current || inUse.has(id) || (current !== null && id > current)) continue;
     await fs.rm(snapshotPath(dataDir, id), { recursive: true, force: true });
     removed.push(id);
   }

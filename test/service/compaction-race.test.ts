@@ -194,7 +194,7 @@ describe('a snapshot compacted or removed while servers read it', function () {
     const paths = [`?type=workspaces&snapshot=${oldest.id}`, `/export/csv?type=workspaces&snapshot=${oldest.id}`, `/changes?type=workspaces&from=${oldest.id}`, '/trend?type=workspaces'];
     const expected = await answers(h.running, paths);
     // The loader's retention: it knows nothing of this server's lease.
-    const removed = await pruneSnapshots(h.dataDir, history.length - 1);
+    const removed = await pruneSnapshots(h.dataDir, { keep: history.length - 1, keepDays: 0 });
     expect(removed).to.deep.equal([oldest.id]);
     expectSame(await answers(h.running, paths), expected, 'removed, not polled');
     expect(await rowsIn(lease.snapshot.attachment!.path, 'workspaces')).to.equal(oldest.manifest.rows.workspaces);

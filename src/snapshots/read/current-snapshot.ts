@@ -8,7 +8,7 @@ import { Pins } from './pins.js';
 import { ident, type CompileTarget } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN } from '../../catalog/catalog.js';
 import {
-  type AccessData, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
+  type AccessData, type Retention, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
 
 import type { Attachment } from '../../../workers/protocol.js';
@@ -213,7 +213,7 @@ export class SnapshotRegistry {
     private readonly dataDir: string,
     private readonly pollMs: number,
     private readonly logger: Logger,
-    private readonly keep: number,
+    private readonly retention: Retention,
   ) {}
 
   async start(): Promise<void> {
@@ -344,7 +344,7 @@ export class SnapshotRegistry {
     await this.switchTo(id);
     // A directory newer than CURRENT is a load between its rename and its switch: not history yet.
     const loaded = id === null ? [] : ids.filter((s) => s <= id!);
-    this.retained = retainedIds(loaded, this.keep);
+    this.retained = retainedIds(loaded, this.retention);
     for (const [old, opening] of [...this.opened]) {
       if (!this.retained.includes(old)) {
         this.forget(old, opening);
@@ -356,9 +356,9 @@ export class SnapshotRegistry {
       if (snapshot && stamp !== snapshot.manifestStamp) this.forget(old, opening);
     }
     await this.unpinUnheld();
-    if (ids.length > this.keep) {
+    if (ids.length > this.retained.length) {
       // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends.
-      const removed = await pruneSnapshots(this.dataDir, this.keep, new Set(this.leases.keys())).catch(() => []);
+      const removed = await pruneSnapshots(this.dataDir, this.retention, new Set(this.leases.keys())).catch(() => []);
       if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
     }
   }

@@ -27,7 +27,7 @@ const STORAGE_VERSION = 'v1.2.0';
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
-  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
+  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from '../snapshot-dir.js';
 
 export class SourceInvalidError extends Error {
@@ -41,6 +41,8 @@ export interface LoadOptions {
   dataDir: string;
   /** Snapshots to keep (config.snapshotKeep); older ones are removed after this load. */
   keep?: number;
+  /** Recent UTC days whose newest snapshot is kept besides (config.snapshotKeepDays). */
+  keepDays?: number;
   /** Of those, the newest to keep whole (config.snapshotKeepFull); older ones are compacted after this load. */
   keepFull?: number;
   /** The snapshot's label (docs/history.md): 1–255 characters. */
@@ -127,7 +129,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     await fs.rename(tmp, snapshotPath(opts.dataDir, id));
     await fsyncPath(root);
     await writeCurrentId(opts.dataDir, id);
-    await pruneSnapshots(opts.dataDir, opts.keep ?? DEFAULT_SNAPSHOT_KEEP);
+    await pruneSnapshots(opts.dataDir, { keep: opts.keep ?? DEFAULT_SNAPSHOT_KEEP, keepDays: opts.keepDays ?? DEFAULT_SNAPSHOT_KEEP_DAYS });
     const compaction = await compactSnapshots(opts.dataDir, opts.keepFull ?? DEFAULT_SNAPSHOT_KEEP_FULL, { memoryLimit: opts.memoryLimit, threads: opts.threads })
       .then((compacted) => ({ compacted }), (e: Error) => ({ compacted: [] as string[], compactionError: e.message }));
     return { manifest, validation, seconds: (performance.now() - started) / 1000, ...compaction };
