@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
+import { acquireWriterLock } from '../writer-lock.js';
 import { ident, type CompileTarget } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN } from '../../catalog/catalog.js';
 import {
@@ -357,9 +358,17 @@ export class SnapshotRegistry {
     }
     await this.unpinUnheld();
     if (ids.length > this.retained.length) {
-      // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends.
-      const removed = await pruneSnapshots(this.dataDir, this.retention, new Set(this.leases.keys())).catch(() => []);
-      if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
+      // Every poll, not only at a switch: a snapshot a request was reading goes once that request ends. Only
+      // when no load is writing (writer-lock.ts): else that load prunes, and this server at a later poll.
+      const release = await acquireWriterLock(this.dataDir, 'retention').catch(() => null);
+      if (release) {
+        try {
+          const removed = await pruneSnapshots(this.dataDir, this.retention, new Set(this.leases.keys())).catch(() => []);
+          if (removed.length > 0) this.logger.log('info', 'old snapshots removed', { removed });
+        } finally {
+          await release();
+        }
+      }
     }
   }
 

@@ -10,6 +10,10 @@ import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
+import { acquireWriterLock, type LockOptions } from '../writer-lock.js';
+
+/** How long a load waits for another writer of its DATA_DIR before it gives up. */
+export const DEFAULT_WRITER_WAIT_MS = 600_000;
 import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
 
@@ -43,6 +47,8 @@ export interface LoadOptions {
   keep?: number;
   /** Recent UTC days whose newest snapshot is kept besides (config.snapshotKeepDays). */
   keepDays?: number;
+  /** How long to wait for another writer of DATA_DIR (writer-lock.ts); ten minutes unless given. */
+  writerLock?: LockOptions;
   /** Of those, the newest to keep whole (config.snapshotKeepFull); older ones are compacted after this load. */
   keepFull?: number;
   /** The snapshot's label (docs/history.md): 1–255 characters. */
@@ -93,6 +99,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
 
   const root = snapshotsDir(opts.dataDir);
   // The id is stamped when the snapshot is made current, not now: id order is then load order.
+  let release: (() => Promise<void>) | undefined;
   const tmp = join(root, `.tmp-${newSnapshotId()}`);
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
@@ -102,6 +109,9 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     const validation = await validated;
     const { rows, organizationRows, organizationKeys, positions } = built;
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
+    // From here to the end of compaction the load changes DATA_DIR: one writer at a time. Taken before the
+    // id is stamped, so that id order stays the order in which snapshots became current.
+    release = await acquireWriterLock(opts.dataDir, 'load', opts.writerLock ?? { waitMs: DEFAULT_WRITER_WAIT_MS });
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
     const manifest: Manifest = {
@@ -136,6 +146,8 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true });
     throw e;
+  } finally {
+    await release?.();
   }
 }
 

@@ -1,0 +1,107 @@
+// One writer changes a DATA_DIR's snapshots at a time: a load's switch, pruning and compaction never
+// interleave with another load's, nor with a server's pruning. The lock is a file created exclusively (DATA_DIR/snapshots/WRITER) naming its
+// holder. A holder that died on this host is noticed by its pid and its lock taken over; another host's is
+// never judged from here (a DATA_DIR shared over the network): remove its lock by hand once it is gone.
+import { promises as fs } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { snapshotsDir } from './snapshot-dir.js';
+
+export interface Holder {
+  host: string;
+  pid: number;
+  /** What holds it: `load`, `compaction`, … */
+  what: string;
+  /** When it took the lock, ISO 8601. */
+  since: string;
+}
+
+export class WriterBusyError extends Error {
+  constructor(readonly holder: Holder | null) {
+    super(holder
+      ? `the data directory is being written by ${holder.what} (pid ${holder.pid} on ${holder.host}, since ${holder.since}); try again when it has finished`
+      : 'the data directory is being written by another process; try again when it has finished');
+    this.name = 'WriterBusyError';
+  }
+}
+
+export const writerLockPath = (dataDir: string) => join(snapshotsDir(dataDir), 'WRITER');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readHolder(path: string): Promise<Holder | null> {
+  try {
+    return JSON.parse(await fs.readFile(path, 'utf8')) as Holder;
+  } catch {
+    return null; // gone meanwhile, or being written: judged again at the next try
+  }
+}
+
+export interface LockOptions {
+  /** How long to wait for another writer before giving up (WriterBusyError); 0 tries once. */
+  waitMs?: number;
+  /** Told once when the lock is held by another, with who holds it. */
+  onWait?: (holder: Holder | null) => void;
+}
+
+/** Takes the writer lock, waiting for another writer at most `waitMs`; returns its release. */
+export async function acquireWriterLock(dataDir: string, what: string, opts: LockOptions = {}): Promise<() => Promise<void>> {
+  const path = writerLockPath(dataDir);
+  await fs.mkdir(snapshotsDir(dataDir), { recursive: true });
+  const me: Holder = { host: hostname(), pid: process.pid, what, since: new Date().toISOString() };
+  const deadline = Date.now() + (opts.waitMs ?? 0);
+  let told = false;
+  for (;;) {
+    try {
+      await fs.writeFile(path, JSON.stringify(me), { flag: 'wx' });
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        await fs.rm(path, { force: true });
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = await readHolder(path);
+    if (holder && holder.host === me.host && !alive(holder.pid)) {
+      // Its holder died (kill -9, a crash): take it over. Renamed away first, so that of two writers that
+      // both found it stale only one removes it; the other finds the new holder's lock and waits.
+      const stale = `${path}.stale-${randomBytes(4).toString('hex')}`;
+      if (await fs.rename(path, stale).then(() => true, () => false)) {
+        const moved = await readHolder(stale);
+        if (moved && moved.pid === holder.pid && moved.since === holder.since) await fs.rm(stale, { force: true });
+        else {
+          // Not the lock it judged (taken over and retaken meanwhile): put it back unless yet another exists.
+          await fs.link(stale, path).catch(() => {});
+          await fs.rm(stale, { force: true });
+        }
+      }
+      continue;
+    }
+    if (Date.now() >= deadline) throw new WriterBusyError(holder);
+    if (!told) {
+      told = true;
+      opts.onWait?.(holder);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs `body` holding the writer lock. */
+export async function withWriterLock<T>(dataDir: string, what: string, opts: LockOptions, body: () => Promise<T>): Promise<T> {
+  const release = await acquireWriterLock(dataDir, what, opts);
+  try {
+    return await body();
+  } finally {
+    await release();
+  }
+}
