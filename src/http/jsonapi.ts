@@ -12,6 +12,7 @@ export function errorBody(e: ApiError): string {
 
 export function sendError(ctx: ParameterizedContext, e: ApiError): void {
   ctx.status = e.status;
+  ctx.remove('Last-Modified'); // an error is no representation of the snapshot a handler chose before failing
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   ctx.type = JSONAPI;
   ctx.body = errorBody(e);

@@ -1,5 +1,6 @@
 // Which snapshots a request reads (docs/history.md §3): the current one, unless `snapshot` / `as_of` name a
 // retained one. Each snapshot read is leased, so that retention removes none while the request uses it.
+// An answer says how fresh its data is: Last-Modified, the time its newest snapshot read became current.
 import type { ParameterizedContext } from 'koa';
 import { chooseSnapshot } from '../query/snapshot-choice.js';
 import type { Snapshot, SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
@@ -46,6 +47,16 @@ export async function travel(ctx: Ctx, registry: SnapshotRegistry, params: Reado
   ctx.state.lease = registry.lease(chosen.snapshot);
   ctx.set('X-Explorer-Snapshot', chosen.id);
   return carried;
+}
+
+/**
+ * Records that the answer's data is as of `snapshot`, the newest it reads: `Last-Modified` (RFC 9110
+ * §8.8.2) is the time that snapshot became current, on the answer and on its 304 alike. An error carries
+ * none (jsonapi.ts sendError). Returns `snapshot`.
+ */
+export function readAsOf(ctx: Ctx, snapshot: Snapshot): Snapshot {
+  ctx.set('Last-Modified', new Date(snapshot.manifest.createdAt).toUTCString());
+  return snapshot;
 }
 
 /** `loaded-at` as row datetimes are written (docs/interface.md): milliseconds and `+00:00`. */

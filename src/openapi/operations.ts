@@ -26,6 +26,8 @@ export interface OperationSpec {
   organization?: boolean;
   /** Answers ETag and honours If-None-Match with 304. */
   conditional?: boolean;
+  /** Answers from snapshot data: its 200 and 304 carry Last-Modified, when that data was loaded. */
+  readsSnapshot?: boolean;
   parameters?: string[];
   requestBody?: Json;
   /** Success responses by status. */
@@ -89,7 +91,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
   const savedView = (description: string, status = '200') => ({ [status]: { description, content: jsonApi(ref('SavedViewDocument')) } });
   const viewPath = `${ORG}/explorer/views/{view_id}`;
   const csvReRun = (path: string, operationId: string, alias: boolean): OperationSpec => ({
-    method: 'get', path, operationId, tag: 'Saved views', organization: true, conditional: true,
+    method: 'get', path, operationId, tag: 'Saved views', organization: true, conditional: true, readsSnapshot: true,
     summary: alias ? 'Re-run a saved view as CSV (alias of …/csv)' : 'Re-run a saved view as CSV',
     description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names. Every other query parameter, paging included, is ignored.',
     parameters: ['view_id', ...TIME_TRAVEL_PARAMETERS],
@@ -154,14 +156,14 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
       errors: [404],
     },
     {
-      method: 'get', path: `${ORG}/explorer`, operationId: 'query', tag: 'Explorer', organization: true, conditional: true,
+      method: 'get', path: `${ORG}/explorer`, operationId: 'query', tag: 'Explorer', organization: true, conditional: true, readsSnapshot: true,
       summary: 'Run a query: one page of JSON:API rows (endpoint 1)',
       parameters: [...queryParameterNames(catalog, true), ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: { description: 'One page of rows of the view named by `type`, with links and pagination.', content: jsonApi(ref('Page')) } },
       errors: [400, 504],
     },
     {
-      method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true,
+      method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true, readsSnapshot: true,
       summary: 'Export every matching row as CSV (endpoint 2)',
       description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (interface §5).',
       parameters: [...queryParameterNames(catalog, false), ...TIME_TRAVEL_PARAMETERS],
@@ -207,7 +209,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
       errors: [],
     },
     {
-      method: 'get', path: `${viewPath}/results`, operationId: 'savedViewResults', tag: 'Saved views', organization: true, conditional: true,
+      method: 'get', path: `${viewPath}/results`, operationId: 'savedViewResults', tag: 'Saved views', organization: true, conditional: true, readsSnapshot: true,
       summary: 'Re-run a saved view: one page of JSON:API rows (endpoint 8)',
       description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names; honours `page[number]` and `page[size]` and ignores every other parameter. Links carry only those parameters.',
       parameters: ['view_id', ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
@@ -236,7 +238,7 @@ function historySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
   const trendDescription = 'One point per retained snapshot that includes the organization, oldest first: how many rows match the filter, '
     + 'and with `sum` the total of each named number field over them. Not paged.';
   const query = queryParameterNames(catalog, false).filter((p) => !p.startsWith('fields'));
-  return [
+  const specs: OperationSpec[] = [
     {
       method: 'get', path: `${ORG}/explorer/snapshots`, operationId: 'listSnapshots', tag: 'History', organization: true, conditional: true,
       summary: 'List the retained snapshots that include the organization',
@@ -294,6 +296,7 @@ function historySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
       errors: [400, 422, 504],
     },
   ];
+  return specs.map((spec) => ({ ...spec, readsSnapshot: true })); // every one answers from snapshot data
 }
 
 /** The OpenAPI operation object of one spec. */
@@ -308,10 +311,11 @@ export function operationObject(spec: OperationSpec, opts: ResponseOptions): Jso
   for (const [status, response] of Object.entries(spec.responses)) {
     const headers: Json = spec.organization ? organizationHeaders() : { 'X-Request-Id': headerRef('X-Request-Id') };
     if (spec.conditional && status.startsWith('2')) Object.assign(headers, { ETag: headerRef('ETag'), 'Cache-Control': headerRef('Cache-Control') });
+    if (spec.readsSnapshot && status.startsWith('2')) headers['Last-Modified'] = headerRef('Last-Modified');
     Object.assign(headers, (response as { headers?: Json }).headers ?? {});
     responses[status] = { ...response, headers };
   }
-  if (spec.conditional) responses['304'] = { $ref: '#/components/responses/NotModified' };
+  if (spec.conditional) responses['304'] = { $ref: `#/components/responses/${spec.readsSnapshot ? 'NotModifiedSnapshot' : 'NotModified'}` };
   const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
   for (const status of [...errors].sort((a, b) => a - b)) responses[String(status)] = errorResponseRef(status, opts);
   const operation: Json = {

@@ -12,6 +12,8 @@ export interface ResponseOptions {
   rateLimit: { max: number; windowMs: number };
 }
 
+/** RFC 9110 §5.6.7: the only HTTP date form the service sends. */
+const IMF_FIXDATE = '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \\d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \\d{4} \\d{2}:\\d{2}:\\d{2} GMT$';
 const header = (description: string, schema: Json, required = false): Json => ({ description, required, schema });
 export const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
@@ -27,6 +29,11 @@ export function componentHeaders(opts: ResponseOptions): Record<string, Json> {
     'WWW-Authenticate': header('The authentication scheme to use.', { type: 'string', const: 'Bearer realm="explorer"' }, true),
     Allow: header('The methods this path answers.', { type: 'string' }, true),
     ETag: header('A strong validator of this representation — for queries and exports derived from the snapshot, the organization and the normalized request; for saved views from the document; for static content from its bytes. Send it back in `If-None-Match`.', { type: 'string', pattern: '^"[^"]*"$' }),
+    'Last-Modified': header('When the snapshot this answer read became current (its `loaded-at`), as an HTTP date (IMF-fixdate, to the second). '
+      + 'Where a route reads several snapshots, the newest it read: `to` for changes, the newest point for a trend, the newest listed '
+      + '(the current one) for the snapshot list; with `snapshot` / `as_of`, the chosen one. It says how fresh the data is; conditional '
+      + 'requests use `ETag` (`If-Modified-Since` is not evaluated: a saved view can change while its snapshot does not).',
+    { type: 'string', pattern: IMF_FIXDATE }, true),
     'Content-Disposition': header('`attachment; filename="<organization>-<view>-<YYYYMMDDTHHMMSSZ>.csv"` (the time of the export).', { type: 'string', pattern: '^attachment; filename="[^"]+-[a-z_]+-\\d{8}T\\d{6}Z\\.csv"$' }, true),
     'Cache-Control': header('Caching directive.', { type: 'string' }),
   };
@@ -138,9 +145,12 @@ export function errorComponents(opts: ResponseOptions): { schemas: Record<string
       content: { [JSONAPI]: { schema: ref(`Error.${status}`) } },
     };
   }
-  responses.NotModified = {
-    description: '304: the `If-None-Match` of the request matches the current `ETag`; no body, and the query was not run.',
-    headers: { ...organizationHeaders(), ETag: headerRef('ETag') },
+  const notModified = '304: the `If-None-Match` of the request matches the current `ETag`; no body, and the query was not run.';
+  responses.NotModified = { description: notModified, headers: { ...organizationHeaders(), ETag: headerRef('ETag') } };
+  // Routes that answer from snapshot data: the 304 sends the validators of the 200, Last-Modified too.
+  responses.NotModifiedSnapshot = {
+    description: `${notModified} It carries the same \`ETag\` and \`Last-Modified\` as the 200.`,
+    headers: { ...organizationHeaders(), ETag: headerRef('ETag'), 'Last-Modified': headerRef('Last-Modified') },
   };
   return { schemas, responses };
 }

@@ -13,7 +13,7 @@ import { decodeQueryString } from '../../query/query-string.js';
 import { attachments, type SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import type { Attachment, Statement } from '../../../workers/protocol.js';
 import type { RequestState } from '../state.js';
-import { travel } from '../time-travel.js';
+import { readAsOf, travel } from '../time-travel.js';
 import type { ResponseCache } from '../response-cache.js';
 import { JSONAPI } from '../jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from '../etag.js';
@@ -50,7 +50,7 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
 
 /** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
-  const snapshot = ctx.state.lease!.snapshot;
+  const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const base = baseUrl(ctx, deps.config.publicUrl);
@@ -85,7 +85,7 @@ const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}
 /** Streams every row of `query` as CSV (interface §6). */
 export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
   const organization = ctx.state.organization!;
-  const snapshot = ctx.state.lease!.snapshot;
+  const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const header = query.fields.map((f) => f.name).join(',');
   await streamCsv(ctx, deps, {

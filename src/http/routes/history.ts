@@ -18,7 +18,7 @@ import { rowAttributes } from '../../../workers/page-json.js';
 import { entityTag } from '../etag.js';
 import { sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
-import { hold, loadedAt, organizationHistory, type RetainedSnapshot } from '../time-travel.js';
+import { hold, loadedAt, organizationHistory, readAsOf, type RetainedSnapshot } from '../time-travel.js';
 import { answerJson, baseUrl, streamCsv, withoutPaging, type ExplorerDeps } from './explorer.js';
 
 type Ctx = ParameterizedContext<RequestState>;
@@ -42,7 +42,8 @@ async function changePair(ctx: Ctx, deps: ExplorerDeps, params: ReadonlyMap<stri
   const retained = await organizationHistory(ctx, deps.snapshots);
   const current = retained.find((s) => s.id === ctx.state.lease!.snapshot.id)!;
   const { from, to } = chooseChangePair(params, retained, current);
-  return { from: hold(ctx, deps.snapshots, from.snapshot), to: hold(ctx, deps.snapshots, to.snapshot) };
+  // `to` is the later of the two: the changes are as fresh as it is.
+  return { from: hold(ctx, deps.snapshots, from.snapshot), to: readAsOf(ctx, hold(ctx, deps.snapshots, to.snapshot)) };
 }
 
 /** docs/history.md §4: one page of the change set, as JSON. */
@@ -123,6 +124,8 @@ async function answerTrend(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery
   const since = params.has('since') ? datetimeParameter('since', params.get('since')!) : undefined;
   const points = (await organizationHistory(ctx, deps.snapshots)).filter((s) => since === undefined || Date.parse(s.loadedAt) >= since);
   for (const point of points) hold(ctx, deps.snapshots, point.snapshot);
+  // As fresh as the newest point; with none (all before `since`), as the current snapshot that has none.
+  readAsOf(ctx, points.at(-1)?.snapshot ?? ctx.state.lease!.snapshot);
   const targets = points.map((p) => p.snapshot.target(query.view.name, organization));
   const statement = compileTrend(query, targets, sums);
   const etag = entityTag(['trend', points.map((p) => p.id), organization, statement, sums.map((f) => f.name)]);
@@ -194,6 +197,7 @@ export function explorerHistoryRoutes(router: Router<RequestState>, deps: Explor
   router.get('/explorer/snapshots', async (ctx) => {
     const page = validatePage(deps.config.engine, decodeQueryString(ctx.querystring));
     const retained = (await organizationHistory(ctx, deps.snapshots)).reverse();
+    readAsOf(ctx, retained[0]!.snapshot); // the newest listed, the current one, whichever page is shown
     const meta = pagination(page.number, page.size, retained.length);
     const slice = retained.slice((page.number - 1) * page.size, page.number * page.size);
     ctx.state.rows = slice.length;
