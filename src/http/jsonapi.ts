@@ -12,7 +12,10 @@ export function errorBody(e: ApiError): string {
 
 export function sendError(ctx: ParameterizedContext, e: ApiError): void {
   ctx.status = e.status;
-  ctx.remove('Last-Modified'); // an error is no representation of the snapshot a handler chose before failing
+  // An error is no representation of what a handler set out to answer before it failed (a query that timed
+  // out after its snapshot and tag were chosen): it carries neither's validators.
+  ctx.remove('Last-Modified');
+  ctx.remove('ETag');
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   ctx.type = JSONAPI;
   ctx.body = errorBody(e);

@@ -85,7 +85,7 @@ export class Metrics {
       const s = snapshots.current;
       return s.status === 'ready' ? (Date.now() - Date.parse(s.snapshot.manifest.createdAt)) / 1000 : Number.NaN;
     });
-    gauge('explorer_snapshots_retained', 'Snapshots kept as history (SNAPSHOT_KEEP), the current one included.', () => snapshots.retainedCount);
+    gauge('explorer_snapshots_retained', 'Snapshots kept as history (SNAPSHOT_KEEP and SNAPSHOT_KEEP_DAYS), the current one included.', () => snapshots.retainedCount);
     new Gauge({
       name: 'explorer_snapshot_info', help: 'The current snapshot, as a label.', labelNames: ['snapshot'], registers,
       collect() {
