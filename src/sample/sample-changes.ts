@@ -1,0 +1,308 @@
+// Sample change batches (`explorer sample-changes <source> <out> --batches N --workspaces K`): what a
+// platform would send as runs finish, derived from a snapshot source, for trying batches out and for the
+// bench. Each batch touches K workspaces once each: most finish a run (engine, provider and module upgrades,
+// resources added and removed, drift appearing or clearing), some are renamed, moved to another project of
+// their organization, deleted or created; now and then a team's members change or a new organization
+// appears with a project, a team and workspaces of its own.
+//
+// The source is streamed, never held: memory keeps the organizations, projects and teams (small), the ids
+// and names of the workspaces (so that a created or renamed workspace never collides), and the records and
+// rows of the workspaces the batches touch, picked at random up front. Batch n is derived from the state
+// that batches 1 … n-1 leave, so the batches apply in name order.
+import { createReadStream } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createGunzip } from 'node:zlib';
+import { sourceFiles } from '../snapshots/write/source-validator.js';
+
+type Row = Record<string, any>;
+
+export interface SampleChangesOptions {
+  batches: number;
+  /** Workspaces each batch touches (fewer when the source has fewer). */
+  workspaces: number;
+  seed: number;
+  onBatch?: (summary: BatchSummary) => void;
+}
+
+export interface BatchSummary {
+  name: string;
+  dir: string;
+  /** What the batch does, by kind. */
+  changes: Record<ChangeKind, number>;
+}
+
+export type ChangeKind = 'run' | 'engine' | 'provider' | 'module' | 'resources' | 'drift' | 'renamed' | 'moved'
+  | 'created' | 'deleted' | 'teams' | 'organizations';
+
+/** A seeded generator (mulberry32): the same source, seed and options always give the same batches. */
+function random(seed: number): () => number {
+  let a = (seed >>> 0) ^ 0x9e3779b9;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ALNUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+async function eachRecord(path: string | undefined, each: (r: Row, line: number) => void): Promise<void> {
+  if (!path) return;
+  const input = createReadStream(path, { highWaterMark: 1 << 20 });
+  const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
+  let n = 0;
+  for await (const line of lines) if (line.trim() !== '') each(JSON.parse(line) as Row, n++);
+}
+
+const bump = (version: unknown, rnd: () => number): string => {
+  const parts = typeof version === 'string' && /^\d+(\.\d+)*$/.test(version) ? version.split('.').map(Number) : [1, 0, 0];
+  while (parts.length < 3) parts.push(0);
+  if (rnd() < 0.2) return `${parts[0]! + 1}.0.0`;
+  return `${parts[0]}.${parts[1]! + 1}.0`;
+};
+
+interface Touched {
+  record: Row;
+  providers: Row[];
+  modules: Row[];
+  resources: Row[];
+}
+
+export async function writeSampleChanges(sourceDir: string, outDir: string, opts: SampleChangesOptions): Promise<BatchSummary[]> {
+  const files = sourceFiles(sourceDir);
+  if (!files.organizations) throw new Error(`${sourceDir}: no organizations.ndjson`);
+  const rnd = random(opts.seed);
+
+  const organizations = new Map<string, Row>();
+  await eachRecord(files.organizations, (r) => organizations.set(r.name, r));
+  const projects = new Map<string, Row>();
+  await eachRecord(files.projects, (r) => projects.set(r.id, r));
+  const teams = new Map<string, Row>();
+  await eachRecord(files.teams, (r) => teams.set(`${r.organization}\n${r.name}`, r));
+  const members = new Map<string, Row[]>();
+  await eachRecord(files.team_members, (r) => {
+    const key = `${r.organization}\n${r.team}`;
+    members.set(key, [...(members.get(key) ?? []), r]);
+  });
+
+  // Every workspace's id and name; the ones the batches will touch picked by reservoir sampling.
+  const wanted = opts.batches * opts.workspaces;
+  const ids = new Set<string>();
+  const names = new Set<string>();
+  const picked: Row[] = [];
+  let latest = 0;
+  await eachRecord(files.workspaces, (r, n) => {
+    ids.add(r.id);
+    names.add(`${r.organization}\n${r.name}`);
+    latest = Math.max(latest, Date.parse(r.updated_at));
+    if (picked.length < wanted) picked.push(r);
+    else {
+      const j = Math.floor(rnd() * (n + 1));
+      if (j < wanted) picked[j] = r;
+    }
+  });
+  const touched = new Map<string, Touched>(picked.map((r) => [r.id, { record: r, providers: [], modules: [], resources: [] }]));
+  const collect = (key: 'providers' | 'modules' | 'resources') => (r: Row) => { touched.get(r.workspace_id)?.[key].push(r); };
+  await eachRecord(files.workspace_providers, collect('providers'));
+  await eachRecord(files.workspace_modules, collect('modules'));
+  await eachRecord(files.workspace_resources, collect('resources'));
+
+  const pool = [...touched.values()];
+  for (let i = pool.length - 1; i > 0; i--) { // shuffled: which batch takes which workspace
+    const j = Math.floor(rnd() * (i + 1));
+    [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+  }
+  const newId = (prefix: string, taken?: Set<string>) => {
+    for (;;) {
+      const id = `${prefix}-${Array.from({ length: 16 }, () => ALNUM[Math.floor(rnd() * 62)]).join('')}`;
+      if (!taken?.has(id)) return id;
+    }
+  };
+  const freeName = (org: string, base: string) => {
+    for (let i = 2; ; i++) {
+      const name = `${base.slice(0, 240)}-${i}`;
+      if (!names.has(`${org}\n${name}`)) return name;
+    }
+  };
+  const projectsOf = (org: string) => [...projects.values()].filter((p) => p.organization === org);
+
+  await mkdir(outDir, { recursive: true });
+  const width = Math.max(4, String(opts.batches).length);
+  const summaries: BatchSummary[] = [];
+  let clock = Number.isFinite(latest) && latest > 0 ? latest : Date.UTC(2026, 0, 1);
+  for (let b = 1; b <= opts.batches; b++) {
+    const changes = Object.fromEntries((['run', 'engine', 'provider', 'module', 'resources', 'drift', 'renamed', 'moved', 'created', 'deleted', 'teams', 'organizations'] as ChangeKind[]).map((k) => [k, 0])) as Record<ChangeKind, number>;
+    const upserts: Touched[] = [];
+    const deletions: Row[] = [];
+    const batchTeams: Row[] = [];
+    const batchOrganizations: Row[] = [];
+    const batchProjects: Row[] = [];
+    const now = () => new Date((clock += 1000 + Math.floor(rnd() * 4000))).toISOString();
+    const take = pool.splice(0, opts.workspaces);
+    for (const t of take) {
+      const w = t.record;
+      const roll = rnd();
+      if (roll < 0.03) { // deleted
+        deletions.push({ kind: 'workspace', id: w.id });
+        names.delete(`${w.organization}\n${w.name}`);
+        changes.deleted++;
+        continue;
+      }
+      if (roll < 0.06) { // a new workspace beside it, made like it
+        const id = newId('ws', ids);
+        ids.add(id);
+        const name = freeName(w.organization, w.name);
+        names.add(`${w.organization}\n${name}`);
+        const at = now();
+        const created: Touched = {
+          record: { ...w, id, name, created_at: at, updated_at: at, current_run: { id: newId('run'), status: 'applied', applied_at: at } },
+          providers: t.providers.map((r) => ({ ...r, workspace_id: id })),
+          modules: t.modules.map((r) => ({ ...r, workspace_id: id })),
+          resources: t.resources.map((r) => ({ ...r, workspace_id: id, state_updated_at: at })),
+        };
+        upserts.push(created);
+        pool.push(created); // a later batch may change it in turn
+        changes.created++;
+        continue;
+      }
+      const at = now();
+      const next: Touched = { record: { ...w, updated_at: at }, providers: t.providers.map((r) => ({ ...r })), modules: t.modules.map((r) => ({ ...r })), resources: t.resources.map((r) => ({ ...r })) };
+      const r = next.record;
+      if (roll < 0.09) { // renamed
+        names.delete(`${r.organization}\n${r.name}`);
+        r.name = freeName(r.organization, r.name);
+        names.add(`${r.organization}\n${r.name}`);
+        changes.renamed++;
+      } else if (roll < 0.12) { // moved to another project of its organization, a new one if it has no other
+        let others = projectsOf(r.organization).filter((p) => p.id !== r.project_id);
+        if (others.length === 0) {
+          const project = { id: newId('prj'), organization: r.organization, name: `Project ${b}` };
+          projects.set(project.id, project);
+          batchProjects.push(project);
+          others = [project];
+        }
+        r.project_id = others[Math.floor(rnd() * others.length)]!.id;
+        changes.moved++;
+      } else { // a run finished
+        const run = newId('run');
+        r.current_run = { id: run, status: 'applied', applied_at: at };
+        changes.run++;
+        if (rnd() < 0.3) {
+          r.engine_version = bump(r.engine_version, rnd);
+          r.state_version_engine_version = r.engine_version;
+          changes.engine++;
+        }
+        if (next.providers.length > 0 && rnd() < 0.25) {
+          const p = next.providers[Math.floor(rnd() * next.providers.length)]!;
+          p.version = bump(p.version, rnd);
+          changes.provider++;
+        }
+        if (next.modules.length > 0 && rnd() < 0.2) {
+          const m = next.modules[Math.floor(rnd() * next.modules.length)]!;
+          if (typeof m.version === 'string') {
+            m.version = bump(m.version, rnd);
+            changes.module++;
+          }
+        }
+        if (rnd() < 0.5) { // resources added and removed
+          const removed = Math.min(next.resources.length, Math.floor(rnd() * 3));
+          next.resources.splice(0, removed);
+          const template = t.resources[0] ?? { name: 'main', type: 'null_resource', provider: 'registry.terraform.io/hashicorp/null', billable: true };
+          const added = 1 + Math.floor(rnd() * 3);
+          for (let i = 0; i < added; i++) {
+            const name = `b${b}_${i}_${Math.floor(rnd() * 1e6)}`;
+            next.resources.push({ ...template, workspace_id: r.id, name, address: `${template.type}.${name}`, module: undefined });
+          }
+          changes.resources++;
+        }
+        for (const res of next.resources) {
+          res.run_id = run;
+          res.state_updated_at = at;
+        }
+        r.resource_count = next.resources.length;
+        r.current_rum_count = next.resources.filter((x) => x.billable !== false).length;
+        if (rnd() < 0.1) {
+          const drifted = !(r.drift?.drifted === true);
+          const n = drifted ? 1 + Math.floor(rnd() * Math.max(1, next.resources.length)) : 0;
+          r.drift = { drifted, resources_drifted: n, resources_undrifted: Math.max(0, next.resources.length - n) };
+          changes.drift++;
+        }
+      }
+      upserts.push(next);
+      pool.push(next);
+    }
+    if (teams.size > 0 && rnd() < 0.3) { // a team's members change
+      const keys = [...teams.keys()];
+      const key = keys[Math.floor(rnd() * keys.length)]!;
+      const team = teams.get(key)!;
+      const current = members.get(key) ?? [];
+      const kept = current.filter(() => rnd() < 0.8);
+      kept.push({ organization: team.organization, team: team.name, user: `user_b${b}_${Math.floor(rnd() * 1e6)}` });
+      members.set(key, kept);
+      batchTeams.push(team);
+      changes.teams++;
+    }
+    if (rnd() < 0.1) { // a new organization, with a project, an owners team and a couple of workspaces
+      const name = `org-b${b}-${newId('x').slice(2, 10).toLowerCase()}`;
+      if (!organizations.has(name)) {
+        const org = { name, id: newId('org') };
+        organizations.set(name, org);
+        batchOrganizations.push(org);
+        const project = { id: newId('prj'), organization: name, name: 'Default Project' };
+        projects.set(project.id, project);
+        batchProjects.push(project);
+        const owners = { organization: name, name: 'owners' };
+        teams.set(`${name}\nowners`, owners);
+        members.set(`${name}\nowners`, [{ organization: name, team: 'owners', user: `owner_b${b}` }]);
+        batchTeams.push(owners);
+        const template = upserts.find((u) => u.record.id) ?? pool[0];
+        for (let i = 0; template && i < 2; i++) {
+          const id = newId('ws', ids);
+          ids.add(id);
+          const at = now();
+          const wsName = `${template.record.name}`.slice(0, 200) + `-${i + 1}`;
+          names.add(`${name}\n${wsName}`);
+          const created: Touched = {
+            record: { ...template.record, id, organization: name, project_id: project.id, name: wsName, created_at: at, updated_at: at },
+            providers: template.providers.map((r) => ({ ...r, workspace_id: id })),
+            modules: template.modules.map((r) => ({ ...r, workspace_id: id })),
+            resources: template.resources.map((r) => ({ ...r, workspace_id: id })),
+          };
+          upserts.push(created);
+          pool.push(created);
+          changes.created++;
+        }
+        changes.organizations++;
+      }
+    }
+
+    // Written under a temporary name and renamed: a batch directory is whole or absent.
+    const name = `batch-${String(b).padStart(width, '0')}`;
+    const tmp = join(outDir, `.${name}.tmp`);
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp);
+    const write = async (file: string, rows: Row[]) => {
+      if (rows.length > 0) await writeFile(join(tmp, `${file}.ndjson`), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    };
+    await write('organizations', batchOrganizations);
+    await write('projects', batchProjects);
+    await write('workspaces', upserts.map((u) => u.record));
+    await write('workspace_providers', upserts.flatMap((u) => u.providers));
+    await write('workspace_modules', upserts.flatMap((u) => u.modules));
+    await write('workspace_resources', upserts.flatMap((u) => u.resources));
+    await write('teams', batchTeams);
+    await write('team_members', batchTeams.flatMap((t) => members.get(`${t.organization}\n${t.name}`) ?? []));
+    await write('deletions', deletions);
+    const dir = join(outDir, name);
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+    const summary = { name, dir, changes };
+    summaries.push(summary);
+    opts.onBatch?.(summary);
+  }
+  return summaries;
+}
