@@ -1,0 +1,25 @@
+// `explorer migrate-state --to-redis`: copy the embedded tokens and saved views into REDIS_URL.
+import { join } from 'node:path';
+import { loadConfig } from '../config.js';
+import { parseArgs, UsageError } from './args.js';
+import { openStateStore } from '../store/open-store.js';
+import { openJournalStore } from '../store/journal-store.js';
+import { migrateState } from '../store/migrate.js';
+
+export async function migrate(argv: string[]): Promise<number> {
+  const args = parseArgs(argv.filter((a) => a !== '--to-redis'), []);
+  if (!argv.includes('--to-redis') || args.positional.length > 0) throw new UsageError('migrate-state takes --to-redis');
+  const config = loadConfig();
+  if (!config.redisUrl) throw new UsageError('migrate-state --to-redis needs REDIS_URL');
+  const from = await openJournalStore(join(config.dataDir, 'state'));
+  const to = await openStateStore(config);
+  try {
+    const r = await migrateState(from, to);
+    for (const c of r.conflicts) console.error(`conflict: ${c}`);
+    console.log(`migrated ${r.tokens} tokens and ${r.views} saved views to Redis (${r.skipped} already there, ${r.conflicts.length} conflicts)`);
+    return r.conflicts.length > 0 ? 1 : 0;
+  } finally {
+    await from.close();
+    await to.close();
+  }
+}
