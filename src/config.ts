@@ -5,6 +5,7 @@ import { ENGINE_PATTERN } from './catalog/catalog.js';
 import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
+import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
 
 export interface Config {
   dataDir: string;
@@ -41,6 +42,8 @@ export interface Config {
   snapshotKeep: number;
   /** Recent UTC days whose newest snapshot history keeps besides the newest SNAPSHOT_KEEP (0: none). */
   snapshotKeepDays: number;
+  /** How long a load waits for another writer of DATA_DIR before it gives up. */
+  writerWaitMs: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
 }
@@ -86,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,
     snapshotKeep: int(env, 'SNAPSHOT_KEEP', DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP),
     snapshotKeepDays: int(env, 'SNAPSHOT_KEEP_DAYS', DEFAULT_SNAPSHOT_KEEP_DAYS, 0),
+    writerWaitMs: int(env, 'WRITER_WAIT_MS', DEFAULT_WRITER_WAIT_MS, 0),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

@@ -9,6 +9,7 @@ import { writeSample } from '../src/sample/sample.js';
 import { writeSampleChanges, type ChangeKind } from '../src/sample/sample-changes.js';
 import { validateSource } from '../src/snapshots/write/source-validator.js';
 import { applyBatch } from './helpers/batch-oracle.js';
+import { cli } from './helpers/cli.js';
 
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
 
@@ -71,5 +72,16 @@ describe('sample change batches', function () {
       expect((await validateSource(next)).errors).to.deep.equal([]);
       previous = next;
     }
+  });
+
+  it('is a command: batches written and named, a bad option refused with exit 2', async () => {
+    const out = join(dir, 'by-command');
+    const ran = await cli(['sample-changes', join(dir, 'source'), out, '--batches', '2', '--workspaces', '5', '--seed', '3'], dir);
+    expect(ran.code, ran.stderr).to.equal(0);
+    expect(readdirSync(out).sort()).to.deep.equal(['batch-0001', 'batch-0002']);
+    expect(ran.stdout).to.contain('2 batches in');
+    const bad = await cli(['sample-changes', join(dir, 'source'), out, '--batches', '0'], dir);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--batches must be at least 1');
   });
 });

@@ -5,15 +5,17 @@ import { loadConfig, type Config } from '../config.js';
 import { parseArgs, UsageError } from './args.js';
 import { isTty, progress } from './progress.js';
 import { loadSnapshot, SourceInvalidError } from '../snapshots/write/load.js';
+import { WriterBusyError } from '../snapshots/writer-lock.js';
 
 /**
  * Loads one source and says what it loaded (`what` names it: "snapshot", "day-03"); on a rejected source,
  * prints the loader's problems and returns the error instead of throwing it.
  */
-async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | null> {
+async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | WriterBusyError | null> {
   try {
     const { manifest, seconds, compactionError } = await loadSnapshot(dir, {
-      dataDir: config.dataDir, keep: config.snapshotKeep, keepFull: config.snapshotKeepFull, memoryLimit: config.loadMemoryLimit,
+      dataDir: config.dataDir, keep: config.snapshotKeep, keepDays: config.snapshotKeepDays, keepFull: config.snapshotKeepFull, memoryLimit: config.loadMemoryLimit,
+      writerLock: { waitMs: config.writerWaitMs, onWait: (holder) => console.error(`waiting for ${holder ? `${holder.what} (pid ${holder.pid} on ${holder.host})` : 'another writer'} to finish writing ${config.dataDir}`) },
       onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
     });
     if (isTty) process.stderr.write('\r\x1b[K');
@@ -23,6 +25,7 @@ async function loadOne(config: Config, dir: string, what: string, label?: string
     return null;
   } catch (e) {
     if (isTty) process.stderr.write('\r\x1b[K');
+    if (e instanceof WriterBusyError) return e;
     if (!(e instanceof SourceInvalidError)) throw e;
     for (const line of e.errors) console.error(line);
     if (e.errorCount > e.errors.length) console.error(`… and ${e.errorCount - e.errors.length} more`);

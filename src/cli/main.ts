@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `explorer` command: sample, load, load-series, token, serve. Every command honours DATA_DIR (default ./data).
+// The `explorer` command: sample, sample-changes, load, load-series, token, serve. Every command honours DATA_DIR (default ./data).
 // Only argument parsing, the usage text and the exit handling load at start; each command's module (and with it
 // DuckDB, the server, the store, the sample generator) is imported when that command runs, so no command pays
 // start-up time for the others' modules.
@@ -9,6 +9,8 @@ const USAGE = `usage: explorer <command>
   sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
          [--gzip]                                                as <file>.ndjson.gz
          [--days N]                                              or N of them, a day apart: <dir>/day-01 … day-N
+  sample-changes <source> <out> [--batches N] [--workspaces K] [--seed S]
+                                                                 write N change batches of K workspaces each, derived from a source
   load <dir> [--label L]                                         validate a source and make it the current snapshot
   load-series <dir>                                              load <dir>/day-* oldest first, each labelled with its name
   token create --organization O [--team T | --user U] [--description D]
@@ -22,6 +24,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'sample': await (await import('./sample.js')).sample(rest); return 0;
+    case 'sample-changes': return (await import('./sample-changes.js')).sampleChanges(rest);
     case 'load': return (await import('./load.js')).load(rest);
     case 'load-series': return (await import('./load.js')).loadSeries(rest);
     case 'token': return (await import('./token.js')).token(rest);

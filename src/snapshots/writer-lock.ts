@@ -26,6 +26,9 @@ export class WriterBusyError extends Error {
   }
 }
 
+/** How long a writer waits for another before it gives up, unless told otherwise (WRITER_WAIT_MS). */
+export const DEFAULT_WRITER_WAIT_MS = 600_000;
+
 export const writerLockPath = (dataDir: string) => join(snapshotsDir(dataDir), 'WRITER');
 
 function alive(pid: number): boolean {

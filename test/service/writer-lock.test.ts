@@ -9,6 +9,7 @@ import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { readCurrentId, readManifest, snapshotsDir } from '../../src/snapshots/snapshot-dir.js';
 import { acquireWriterLock, WriterBusyError, writerLockPath } from '../../src/snapshots/writer-lock.js';
 import { writeSmallSource } from '../fixtures/small-source.js';
+import { cli } from '../helpers/cli.js';
 
 describe('one writer per data directory', function () {
   this.timeout(60_000);
@@ -69,5 +70,20 @@ describe('one writer per data directory', function () {
     await loadSnapshot(source, { dataDir, writerLock: { waitMs: 200 } }).catch((e) => { error = e; });
     expect(error).to.be.instanceOf(WriterBusyError);
     expect((error as Error).message).to.contain(`${hostname()}-elsewhere`);
+  });
+
+  it('makes `explorer load` wait as long as WRITER_WAIT_MS, then exit 1 naming the holder', async () => {
+    const release = await acquireWriterLock(dataDir, 'a test');
+    process.env.WRITER_WAIT_MS = '300';
+    try {
+      const { code, stderr } = await cli(['load', source], dataDir);
+      expect(code).to.equal(1);
+      expect(stderr).to.contain(`waiting for a test (pid ${process.pid} on ${hostname()})`);
+      expect(stderr).to.match(/load rejected: the data directory is being written by a test .*; the current snapshot is unchanged/);
+      expect(await readCurrentId(dataDir)).to.equal(null);
+    } finally {
+      delete process.env.WRITER_WAIT_MS;
+      await release();
+    }
   });
 });

@@ -10,10 +10,7 @@ import { validateInWorker } from './validate-in-worker.js';
 import { stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
-import { acquireWriterLock, type LockOptions } from '../writer-lock.js';
-
-/** How long a load waits for another writer of its DATA_DIR before it gives up. */
-export const DEFAULT_WRITER_WAIT_MS = 600_000;
+import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
 
