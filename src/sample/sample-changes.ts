@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
 import { sourceFiles } from '../snapshots/write/source-validator.js';
+import { seededRandom } from './random.js';
 
 type Row = Record<string, any>;
 
@@ -35,18 +36,6 @@ export interface BatchSummary {
 
 export type ChangeKind = 'run' | 'engine' | 'provider' | 'module' | 'resources' | 'drift' | 'renamed' | 'moved'
   | 'created' | 'deleted' | 'teams' | 'organizations';
-
-/** A seeded generator (mulberry32): the same source, seed and options always give the same batches. */
-function random(seed: number): () => number {
-  let a = (seed >>> 0) ^ 0x9e3779b9;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALNUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -75,7 +64,7 @@ interface Touched {
 export async function writeSampleChanges(sourceDir: string, outDir: string, opts: SampleChangesOptions): Promise<BatchSummary[]> {
   const files = sourceFiles(sourceDir);
   if (!files.organizations) throw new Error(`${sourceDir}: no organizations.ndjson`);
-  const rnd = random(opts.seed);
+  const rnd = seededRandom(opts.seed); // the same source, seed and options always give the same batches
 
   const organizations = new Map<string, Row>();
   await eachRecord(files.organizations, (r) => organizations.set(r.name, r));

@@ -31,7 +31,8 @@ export const DEFAULT_WRITER_WAIT_MS = 600_000;
 
 export const writerLockPath = (dataDir: string) => join(snapshotsDir(dataDir), 'WRITER');
 
-function alive(pid: number): boolean {
+/** Whether process `pid` runs on this host (one we may not signal runs too). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -75,7 +76,7 @@ export async function acquireWriterLock(dataDir: string, what: string, opts: Loc
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     const holder = await readHolder(path);
-    if (holder && holder.host === me.host && !alive(holder.pid)) {
+    if (holder && holder.host === me.host && !processAlive(holder.pid)) {
       // Its holder died (kill -9, a crash): take it over. Renamed away first, so that of two writers that
       // both found it stale only one removes it; the other finds the new holder's lock and waits.
       const stale = `${path}.stale-${randomBytes(4).toString('hex')}`;

@@ -4,6 +4,7 @@
 // every pair the reference does not call equal.
 import { expect } from 'chai';
 import { versionKey } from '../../src/catalog/version-order.js';
+import { seededRandom } from '../../src/sample/random.js';
 
 const VERSION = /^v?(\d+)(\.\d+)?(\.\d+)?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/;
 
@@ -81,17 +82,8 @@ function checkAllPairs(versions: string[]): void {
   expect(failures).to.deep.equal([]);
 }
 
-// Deterministic generator (mulberry32) so a failure is reproducible.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// A seeded generator, so that a failure is reproducible.
+const rng = seededRandom;
 
 function randomVersion(r: () => number): string {
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;

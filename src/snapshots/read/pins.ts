@@ -10,21 +10,13 @@ import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { processAlive } from '../writer-lock.js';
 
 export const readersDir = (dataDir: string) => join(dataDir, 'readers');
 
 /** A host name as a directory name: letters, digits and dashes. */
 const hostPart = () => hostname().replace(/[^0-9A-Za-z-]/g, '-') || 'host';
 const OWN = /^(.+)-(\d+)-([a-z0-9]{6})$/;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The directories of this process's live registries (a test runs several servers in one process). */
 const live = new Set<string>();
@@ -48,7 +40,7 @@ export class Pins {
       const m = OWN.exec(name);
       if (!m || m[1] !== host) continue; // another host's: only it knows whether its server still runs
       const pid = Number(m[2]);
-      const stale = pid === process.pid ? !live.has(join(root, name)) : !alive(pid);
+      const stale = pid === process.pid ? !live.has(join(root, name)) : !processAlive(pid);
       if (stale) await fs.rm(join(root, name), { recursive: true, force: true });
     }
     const dir = join(root, own);
