@@ -78,4 +78,10 @@ describe('CLI start-up', () => {
     expect(hasPackage(r.urls, '@duckdb/node-api'), '@duckdb/node-api').to.equal(true);
     for (const name of ['koa', '@koa/router', 'ioredis']) expect(hasPackage(r.urls, name), name).to.equal(false);
   });
+
+  it('token list on a single node loads neither the Redis client nor DuckDB', async () => {
+    const r = await traced(['token', 'list']);
+    expect(r.code, r.stderr).to.equal(0);
+    for (const name of HEAVY) expect(hasPackage(r.urls, name), name).to.equal(false);
+  });
 });
