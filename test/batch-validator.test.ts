@@ -11,6 +11,9 @@ import { validateBatch } from '../src/snapshots/write/batch-validator.js';
 import { validateSource } from '../src/snapshots/write/source-validator.js';
 import { applyBatch } from './helpers/batch-oracle.js';
 import { directoryState } from './helpers/source-state.js';
+import { loadSnapshot } from '../src/snapshots/write/load.js';
+import { openSnapshotState } from '../src/snapshots/write/snapshot-state.js';
+import { snapshotPath } from '../src/snapshots/snapshot-dir.js';
 
 type Row = Record<string, any>;
 const read = (path: string): Row[] => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
@@ -130,5 +133,40 @@ describe('change batches checked against their source', function () {
     write(join(empty, 'deletions.ndjson'), [{ kind: 'workspace', id: 'ws-nothere' }, { kind: 'team', organization: 'nobody', name: 'none' }]);
     expect((await validateBatch(empty, directoryState(source))).errors).to.deep.equal([]);
     expect(await oracleAccepts(source, empty, join(dir, 'empty-after'))).to.equal(true);
+  });
+
+  it('asks a loaded snapshot for the same state as its source gives', async () => {
+    const dataDir = join(dir, 'data');
+    const { manifest } = await loadSnapshot(source, { dataDir });
+    expect(manifest.sourceState).to.equal(true);
+    const stored = await openSnapshotState(join(snapshotPath(dataDir, manifest.id), manifest.database!));
+    try {
+      const fromSource = directoryState(source);
+      const ws = read(join(source, 'workspaces.ndjson'));
+      const orgs = read(join(source, 'organizations.ndjson'));
+      const projects = read(join(source, 'projects.ndjson'));
+      const keys = {
+        names: [...orgs.map((o) => o.name), 'no-such-org'],
+        orgIds: [...orgs.filter((o) => o.id).map((o) => o.id), 'org-none'],
+        projects: [...projects.map((p) => p.id), 'prj-none'],
+        workspaces: [...ws.slice(0, 50).map((w) => w.id), 'ws-none'],
+        named: [...ws.slice(0, 50).map((w) => `${w.organization}\n${w.name}`), 'acme-corp\nno-such-name'],
+      };
+      const both = async <T>(ask: (s: typeof fromSource) => Promise<Map<string, T>>) => {
+        const [a, b] = [await ask(stored), await ask(fromSource)];
+        expect([...a].sort(), 'stored = source').to.deep.equal([...b].sort());
+        return a;
+      };
+      expect((await both((s) => s.organizations(keys.names))).size).to.equal(orgs.length);
+      await both((s) => s.organizationIds(keys.orgIds));
+      await both((s) => s.projects(keys.projects));
+      expect((await both((s) => s.workspaces(keys.workspaces))).size).to.equal(50);
+      await both((s) => s.workspacesNamed(keys.named));
+      expect((await both((s) => s.workspacesOfProjects(keys.projects))).size).to.be.greaterThan(0);
+      // And the validator gives the same answer from either.
+      for (const batch of [base]) expect((await validateBatch(batch, stored)).errors).to.deep.equal((await validateBatch(batch, fromSource)).errors);
+    } finally {
+      stored.close();
+    }
   });
 });

@@ -66,6 +66,11 @@ export interface Manifest {
    * Absent in older and compacted snapshots, whose pages fetch rows by rowid.
    */
   positions?: string[];
+  /**
+   * The DuckDB file also holds the source state a change batch is checked against (`source_*` tables,
+   * write/staging.ts sourceStateStatements); absent in older and compacted snapshots.
+   */
+  sourceState?: boolean;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */

@@ -20,6 +20,7 @@ export function directoryState(dir: string): SourceState {
   const byName = new Map(workspaces.map((w) => [`${w.organization}\n${w.name}`, w.id as string]));
   const ofProject = new Map<string, string[]>();
   for (const w of workspaces) ofProject.set(w.project_id, [...(ofProject.get(w.project_id) ?? []), w.id]);
+  for (const ids of ofProject.values()) ids.sort();
   return {
     organizations: async (names) => pick(orgs, names),
     organizationIds: async (ids) => pick(orgIds, ids),

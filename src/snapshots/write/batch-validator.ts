@@ -30,7 +30,7 @@ export interface SourceState {
   workspaces(ids: string[]): Promise<Map<string, { organization: string; name: string; project_id: string }>>;
   /** The workspace holding each (organization, name), keyed `${organization}\n${name}`. */
   workspacesNamed(keys: string[]): Promise<Map<string, string>>;
-  /** The ids of each project's workspaces. */
+  /** The ids of each project's workspaces, in code-unit order. */
   workspacesOfProjects(ids: string[]): Promise<Map<string, string[]>>;
 }
 

@@ -99,7 +99,7 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
   await fsyncPath(tmp);
   await fs.rename(tmp, join(dir, COMPACT_FILE));
   await step('written');
-  const { csvLines: _lines, indexes: _indexes, positions: _positions, ...kept } = manifest;
+  const { csvLines: _lines, indexes: _indexes, positions: _positions, sourceState: _state, ...kept } = manifest;
   const compacted: Manifest = {
     ...kept,
     files: {},

@@ -7,7 +7,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
 import { validateInWorker } from './validate-in-worker.js';
-import { stagingStatements } from './staging.js';
+import { sourceStateStatements, stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
@@ -126,6 +126,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       csvLines: Object.fromEntries(views.map((v) => [v.view, v.csvLines])),
       indexes: Object.fromEntries(views.filter((v) => v.indexes.length > 0).map((v) => [v.view, v.indexes.map((i) => i.column)])),
       positions,
+      sourceState: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;
@@ -282,6 +283,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       }
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
     }
+    for (const sql of sourceStateStatements(files, 'snapshot_out')) await step('storing the source state', sql);
     const keys = await db.runAndReadAll('SELECT name, k FROM org_keys');
     const organizationKeys = Object.fromEntries(keys.getRows().map(([org, k]) => [org as string, Number(k)]));
     await db.run('CHECKPOINT snapshot_out');

@@ -24,7 +24,7 @@ const COLUMNS: Record<SourceFile, string> = {
   workspace_modules: `{workspace_id: 'VARCHAR', name: 'VARCHAR', source: 'VARCHAR', version: 'VARCHAR', registry_type: 'VARCHAR', curated: 'BOOLEAN'}`,
   workspace_resources: `{workspace_id: 'VARCHAR', address: 'VARCHAR', name: 'VARCHAR', type: 'VARCHAR', provider: 'VARCHAR',
     module: 'VARCHAR', engine_version: 'VARCHAR', billable: 'BOOLEAN', run_id: 'VARCHAR', state_updated_at: 'VARCHAR'}`,
-  teams: `{organization: 'VARCHAR', name: 'VARCHAR'}`,
+  teams: `{organization: 'VARCHAR', name: 'VARCHAR', read_workspaces: 'BOOLEAN', read_projects: 'BOOLEAN'}`,
   team_members: `{organization: 'VARCHAR', team: 'VARCHAR', "user": 'VARCHAR'}`,
 };
 
@@ -89,6 +89,26 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
        UNION ALL SELECT engine_version FROM src_resources) t(v)
      WHERE v IS NOT NULL`,
     `CREATE TABLE version_keys (v VARCHAR PRIMARY KEY, k VARCHAR)`,
+  ];
+}
+
+/**
+ * The source state a change batch is checked against and applied to, stored in the snapshot's DuckDB file
+ * (`database`) beside the views: what the views cannot give back (a project without workspaces, the
+ * provider and module rows behind the joined lists, teams and their members). Run after the staging
+ * statements.
+ */
+export function sourceStateStatements(files: Partial<Record<SourceFile, string>>, database: string): string[] {
+  return [
+    `CREATE TABLE ${database}.source_organizations AS SELECT name, id FROM src_organizations ORDER BY name`,
+    `CREATE TABLE ${database}.source_projects AS SELECT id, organization, name FROM src_projects ORDER BY organization, id`,
+    `CREATE TABLE ${database}.source_workspaces AS SELECT id, organization, project_id, name FROM src_workspaces ORDER BY organization, id`,
+    `CREATE TABLE ${database}.source_providers AS SELECT * FROM src_providers ORDER BY workspace_id`,
+    `CREATE TABLE ${database}.source_modules AS SELECT * FROM src_modules ORDER BY workspace_id`,
+    `CREATE TABLE ${database}.source_teams AS SELECT organization, name, coalesce(read_workspaces, false) AS read_workspaces,
+       coalesce(read_projects, false) AS read_projects FROM ${raw('teams', files.teams)} ORDER BY organization, name`,
+    `CREATE TABLE ${database}.source_team_members AS SELECT organization, team, "user" FROM ${raw('team_members', files.team_members)}
+       ORDER BY organization, team, "user"`,
   ];
 }
 

@@ -1,0 +1,50 @@
+// The source state of a snapshot (its `source_*` tables, write/staging.ts) as a change batch asks for it:
+// by key, in a few statements however large the batch, each key bound as a list parameter.
+import { listValue, type DuckDBConnection, type DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { openInstance } from '../../duckdb/open-instance.js';
+import { sqlLiteral } from './staging.js';
+import type { SourceState } from './batch-validator.js';
+
+export interface SnapshotState extends SourceState {
+  close(): void;
+}
+
+/** Opens the source state stored in the DuckDB file at `path` (read-only). */
+export async function openSnapshotState(path: string): Promise<SnapshotState> {
+  const instance: DuckDBInstance = await openInstance(':memory:', { threads: '1', memory_limit: '256MB' });
+  const db: DuckDBConnection = await instance.connect();
+  await db.run(`ATTACH ${sqlLiteral(path)} AS state (READ_ONLY)`);
+  const rows = async (sql: string, keys: string[]): Promise<unknown[][]> =>
+    keys.length === 0 ? [] : (await db.runAndReadAll(sql, [listValue(keys) as DuckDBValue])).getRows();
+  const within = 'IN (SELECT unnest(?::VARCHAR[]))';
+  return {
+    async organizations(names) {
+      const found = await rows(`SELECT name, id FROM state.source_organizations WHERE name ${within}`, names);
+      return new Map(found.map(([name, id]) => [name as string, { id: (id as string | null) ?? null }]));
+    },
+    async organizationIds(ids) {
+      const found = await rows(`SELECT id, name FROM state.source_organizations WHERE id ${within}`, ids);
+      return new Map(found.map(([id, name]) => [id as string, name as string]));
+    },
+    async projects(ids) {
+      const found = await rows(`SELECT id, organization, name FROM state.source_projects WHERE id ${within}`, ids);
+      return new Map(found.map(([id, organization, name]) => [id as string, { organization: organization as string, name: name as string }]));
+    },
+    async workspaces(ids) {
+      const found = await rows(`SELECT id, organization, name, project_id FROM state.source_workspaces WHERE id ${within}`, ids);
+      return new Map(found.map(([id, organization, name, project]) => [id as string, { organization: organization as string, name: name as string, project_id: project as string }]));
+    },
+    async workspacesNamed(keys) {
+      const found = await rows(`SELECT organization || chr(10) || name, id FROM state.source_workspaces WHERE organization || chr(10) || name ${within}`, keys);
+      return new Map(found.map(([key, id]) => [key as string, id as string]));
+    },
+    async workspacesOfProjects(ids) {
+      const found = await rows(`SELECT project_id, list(id ORDER BY id) FROM state.source_workspaces WHERE project_id ${within} GROUP BY project_id`, ids);
+      return new Map(found.map(([project, list]) => [project as string, ((list as { items: unknown[] }).items ?? []) as string[]]));
+    },
+    close() {
+      db.closeSync();
+      instance.closeSync();
+    },
+  };
+}
