@@ -172,12 +172,13 @@ describe('the server killed during a burst of saved-view writes', function () {
 
 describe('a load failing on a full disk', function () {
   this.timeout(120_000);
-  // A real full disk: DATA_DIR on a 6 MB tmpfs (these machines run tests as root, as CI does).
+  // A real full disk: DATA_DIR on a 16 MB tmpfs (these machines run tests as root, as CI does): room for two
+  // snapshots of the small fixture (3.7 MB each), not for one of 20,000 workspaces (37 MB).
   const mountPoint = join(tmpdir(), `explorer-full-disk-${process.pid}`);
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   before(() => {
     mkdirSync(mountPoint, { recursive: true });
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mountPoint]);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mountPoint]);
   });
   after(async () => {
     await server?.shutdown();

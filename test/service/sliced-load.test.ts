@@ -42,8 +42,9 @@ describe('a load sorted in ranges of organizations', function () {
       await c.run(`ATTACH '${join(snapshotPath(whole, (await readCurrentId(whole))!), DATABASE_FILE)}' AS a (READ_ONLY)`);
       await c.run(`ATTACH '${join(snapshotPath(sliced, (await readCurrentId(sliced))!), DATABASE_FILE)}' AS b (READ_ONLY)`);
       const tables = async (db: string) => (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = '${db}' ORDER BY table_name`)).getRows().map(([t]) => t as string);
-      // The view tables and their indexes (resources__by_provider_type), nothing else.
-      expect(await tables('a')).to.deep.equal([...VIEW_NAMES, 'resources__by_provider_type'].sort());
+      // The view tables, their indexes (resources__by_provider_type) and the source state, nothing else.
+      const sourceState = ['organizations', 'projects', 'workspaces', 'providers', 'modules', 'teams', 'team_members'].map((t) => `source_${t}`);
+      expect(await tables('a')).to.deep.equal([...VIEW_NAMES, 'resources__by_provider_type', ...sourceState].sort());
       expect(await tables('b')).to.deep.equal(await tables('a'));
       for (const table of await tables('a')) {
         // Every column, in stored order (rowid): any difference in a value or in the order shows.

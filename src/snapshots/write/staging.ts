@@ -99,16 +99,18 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
  * statements.
  */
 export function sourceStateStatements(files: Partial<Record<SourceFile, string>>, database: string): string[] {
+  // ORDER BY ALL: a total order, so that the same source stores the same rows in the same order however it
+  // was loaded (in one range of organizations or several).
+  const table = (name: string, select: string) => `CREATE TABLE ${database}.source_${name} AS SELECT * FROM (${select}) ORDER BY ALL`;
   return [
-    `CREATE TABLE ${database}.source_organizations AS SELECT name, id FROM src_organizations ORDER BY name`,
-    `CREATE TABLE ${database}.source_projects AS SELECT id, organization, name FROM src_projects ORDER BY organization, id`,
-    `CREATE TABLE ${database}.source_workspaces AS SELECT id, organization, project_id, name FROM src_workspaces ORDER BY organization, id`,
-    `CREATE TABLE ${database}.source_providers AS SELECT * FROM src_providers ORDER BY workspace_id`,
-    `CREATE TABLE ${database}.source_modules AS SELECT * FROM src_modules ORDER BY workspace_id`,
-    `CREATE TABLE ${database}.source_teams AS SELECT organization, name, coalesce(read_workspaces, false) AS read_workspaces,
-       coalesce(read_projects, false) AS read_projects FROM ${raw('teams', files.teams)} ORDER BY organization, name`,
-    `CREATE TABLE ${database}.source_team_members AS SELECT organization, team, "user" FROM ${raw('team_members', files.team_members)}
-       ORDER BY organization, team, "user"`,
+    table('organizations', 'SELECT name, id FROM src_organizations'),
+    table('projects', 'SELECT organization, id, name FROM src_projects'),
+    table('workspaces', 'SELECT organization, id, project_id, name FROM src_workspaces'),
+    table('providers', 'SELECT * FROM src_providers'),
+    table('modules', 'SELECT * FROM src_modules'),
+    table('teams', `SELECT organization, name, coalesce(read_workspaces, false) AS read_workspaces, coalesce(read_projects, false) AS read_projects
+       FROM ${raw('teams', files.teams)}`),
+    table('team_members', `SELECT organization, team, "user" FROM ${raw('team_members', files.team_members)}`),
   ];
 }
 
