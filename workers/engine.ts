@@ -50,12 +50,7 @@ export class Engine {
       ready.catch(() => { if (this.attached.get(target.alias) === entry) this.attached.delete(target.alias); });
       // Awaited by the task that attaches, never left running on its own: the pool waits for its tasks
       // before it stops the workers, and a thread stopped during a DETACH takes the process down.
-      try {
-        await this.detachStale(db);
-      } catch (e) {
-        entry.running--;
-        throw e;
-      }
+      await this.detachStale(db);
     } else {
       entry.running++;
     }
@@ -82,20 +77,24 @@ export class Engine {
       const removed = !existsSync(entry.path);
       if ((newest.includes(alias) && !removed) || entry.running > 0 || !this.slots.releasable(alias)) continue;
       this.attached.delete(alias);
-      const detached = (async () => {
-        const setup = await db.connect();
-        try {
-          await entry.ready;
-          await setup.run(`DETACH "${alias}"`);
-        } catch {
-          // A failed detach leaves a read-only handle open until the worker ends; nothing else depends on it.
-        } finally {
-          setup.closeSync();
-        }
-      })();
+      const detached = this.detach(db, alias, entry).finally(() => this.detaching.delete(alias));
       this.detaching.set(alias, detached);
       await detached;
-      this.detaching.delete(alias);
+    }
+  }
+
+  /** Never rejects: a failed detach leaves a read-only handle open until the worker ends, and nothing else depends on it. */
+  private async detach(db: DuckDBInstance, alias: string, entry: Attached): Promise<void> {
+    try {
+      const setup = await db.connect();
+      try {
+        await entry.ready;
+        await setup.run(`DETACH "${alias}"`);
+      } finally {
+        setup.closeSync();
+      }
+    } catch {
+      // The handle stays open; a later attach of the alias finds it gone from `attached` and attaches anew.
     }
   }
 }

@@ -9,12 +9,9 @@
 // and names of the workspaces (so that a created or renamed workspace never collides), and the records and
 // rows of the workspaces the batches touch, picked at random up front. Batch n is derived from the state
 // that batches 1 … n-1 leave, so the batches apply in name order.
-import { createReadStream } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { createGunzip } from 'node:zlib';
-import { sourceFiles } from '../snapshots/write/source-validator.js';
+import { sourceFiles, sourceLines } from '../snapshots/write/source-validator.js';
 import { seededRandom } from './random.js';
 
 type Row = Record<string, any>;
@@ -41,10 +38,8 @@ const ALNUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 async function eachRecord(path: string | undefined, each: (r: Row, line: number) => void): Promise<void> {
   if (!path) return;
-  const input = createReadStream(path, { highWaterMark: 1 << 20 });
-  const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
   let n = 0;
-  for await (const line of lines) if (line.trim() !== '') each(JSON.parse(line) as Row, n++);
+  for await (const line of sourceLines(path)) if (line.trim() !== '') each(JSON.parse(line) as Row, n++);
 }
 
 const bump = (version: unknown, rnd: () => number): string => {
@@ -248,7 +243,7 @@ export async function writeSampleChanges(sourceDir: string, outDir: string, opts
         teams.set(`${name}\nowners`, owners);
         members.set(`${name}\nowners`, [{ organization: name, team: 'owners', user: `owner_b${b}` }]);
         batchTeams.push(owners);
-        const template = upserts.find((u) => u.record.id) ?? pool[0];
+        const template = upserts[0] ?? pool[0];
         for (let i = 0; template && i < 2; i++) {
           const id = newId('ws', ids);
           ids.add(id);

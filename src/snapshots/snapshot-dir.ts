@@ -91,10 +91,13 @@ export interface AccessData {
 export const snapshotsDir = (dataDir: string) => join(dataDir, 'snapshots');
 export const snapshotPath = (dataDir: string, id: string) => join(snapshotsDir(dataDir), id);
 
+/** Six random lower-case letters and digits: what makes a snapshot id, or a server's links directory, unique. */
+export const randomSuffix = () => [...randomBytes(6)].map((b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
+
 /** Sortable by creation time, unique across processes. */
 export function newSnapshotId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:.]/g, '').replace(/^(\d{8}T\d{6})(\d{3})Z$/, '$1$2Z');
-  const suffix = [...randomBytes(6)].map((b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
+  const suffix = randomSuffix();
   return `${stamp}-${suffix}`;
 }
 

@@ -86,7 +86,7 @@ const OPEN_ATTEMPTS = 5;
 /**
  * Opens a snapshot for reading. With `pins`, every file it reads is pinned first (pins.ts): the Snapshot
  * then reads its own links, which stay readable whatever the loader does to the snapshot's directory,
- * until close(). A file the manifest names that is gone by the time it is pinned means the manifest was
+ * until the registry unpins them. A file the manifest names that is gone by the time it is pinned means the manifest was
  * replaced meanwhile (a compaction): the manifest is read again.
  */
 export async function openSnapshot(dataDir: string, id: string, pins?: Pins): Promise<Snapshot> {
@@ -129,9 +129,9 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     return path;
   };
   // A snapshot with a file missing or cut short is damaged, even a file this server does not read (the
-  // Parquet files beside a DuckDB file): it is not served.
-  for (const name of Object.keys(manifest.sizes ?? {})) {
-    if (name !== manifest.database) await checkSize(name, join(dir, name));
+  // Parquet files beside a DuckDB file): it is not served. The files it reads are checked as they are pinned.
+  if (manifest.database) {
+    for (const name of Object.keys(manifest.sizes ?? {})) if (name !== manifest.database) await checkSize(name, join(dir, name));
   }
   // Only what the server reads: the DuckDB file when there is one (its Parquet files are the source of
   // the build, kept for portability), else each view's Parquet file.

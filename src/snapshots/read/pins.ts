@@ -9,8 +9,8 @@
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { processAlive } from '../writer-lock.js';
+import { randomSuffix } from '../snapshot-dir.js';
 
 export const readersDir = (dataDir: string) => join(dataDir, 'readers');
 
@@ -35,7 +35,7 @@ export class Pins {
     const root = readersDir(dataDir);
     await fs.mkdir(root, { recursive: true });
     const host = hostPart();
-    const own = `${host}-${process.pid}-${[...randomBytes(6)].map((b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('')}`;
+    const own = `${host}-${process.pid}-${randomSuffix()}`;
     for (const name of await fs.readdir(root)) {
       const m = OWN.exec(name);
       if (!m || m[1] !== host) continue; // another host's: only it knows whether its server still runs

@@ -8,13 +8,11 @@
 // S'. What only a batch has is checked here: each key once, rows and members of the batch's own workspaces
 // and teams, deletion records, no workspace or project moving to another organization, workspace names unique
 // in S', and a project deleted only when no workspace of it remains.
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { createGunzip } from 'node:zlib';
-import { SOURCE_FILES, sourceFiles, validateSource, type SourceFile } from './source-validator.js';
+import { SOURCE_FILES, sourceFiles, sourceLines, validateSource, type SourceFile } from './source-validator.js';
 
 type Row = Record<string, any>;
 
@@ -45,11 +43,9 @@ const DELETION_KINDS: Record<string, string[]> = { organization: ['name'], proje
 interface Line { file: string; line: number; record: Row | null }
 
 async function readLines(path: string, file: string): Promise<Line[]> {
-  const input = createReadStream(path);
-  const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
   const out: Line[] = [];
   let n = 0;
-  for await (const text of lines) {
+  for await (const text of sourceLines(path)) {
     n++;
     if (text.trim() === '') continue;
     let record: Row | null = null;
@@ -109,6 +105,7 @@ export async function validateBatch(dir: string, state: SourceState): Promise<Ba
   const orgNames = new Set([...upserted('projects', 'organization'), ...upserted('workspaces', 'organization'), ...upserted('teams', 'organization')]);
   const projectIds = new Set([...upserted('workspaces', 'project_id'), ...upserted('projects', 'id')]);
   const wsIds = upserted('workspaces', 'id');
+  const upsertedWorkspaces = new Set(wsIds);
   const [orgs, orgIds, projects, workspaces, projectMembers] = await Promise.all([
     state.organizations([...orgNames]),
     state.organizationIds(upserted('organizations', 'id')),
@@ -139,12 +136,12 @@ export async function validateBatch(dir: string, state: SourceState): Promise<Ba
     if (str(r.project_id)) movedIn.set(r.project_id, r.id);
     const holder = names.get(`${r.organization}\n${r.name}`);
     // The name is free in S' when its holder in S is this workspace, goes with this batch, or takes another name in it.
-    if (holder !== undefined && holder !== r.id && !deleted.workspaces.has(holder) && orgStays(r.organization) && !wsIds.includes(holder)) {
+    if (holder !== undefined && holder !== r.id && !deleted.workspaces.has(holder) && orgStays(r.organization) && !upsertedWorkspaces.has(holder)) {
       report(at(l), `organization ${r.organization} already has a workspace named ${JSON.stringify(r.name)}`);
     }
   }
   for (const [id, l] of deleted.projects) {
-    const remaining = (projectMembers.get(id) ?? []).filter((w) => !deleted.workspaces.has(w) && !(wsIds.includes(w) && batch.workspaces.some((b) => b.record?.id === w && b.record?.project_id !== id)));
+    const remaining = (projectMembers.get(id) ?? []).filter((w) => !deleted.workspaces.has(w) && !(upsertedWorkspaces.has(w) && batch.workspaces.some((b) => b.record?.id === w && b.record?.project_id !== id)));
     if (remaining.length > 0 || movedIn.has(id)) report(at(l), `project ${id} still has workspaces (${[...remaining, ...(movedIn.has(id) ? [movedIn.get(id)!] : [])].slice(0, 3).join(', ')})`);
   }
 
@@ -178,11 +175,9 @@ export async function validateBatch(dir: string, state: SourceState): Promise<Ba
   return { errors, errorCount };
 }
 
-/** A file's text as the validator reads it, ending in a line feed. */
+/** A file's lines as the validator reads them, each ending in a line feed. */
 async function readRaw(path: string): Promise<string> {
-  const input = createReadStream(path);
-  const chunks: Buffer[] = [];
-  for await (const chunk of path.endsWith('.gz') ? input.pipe(createGunzip()) : input) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text === '' || text.endsWith('\n') ? text : `${text}\n`;
+  let text = '';
+  for await (const line of sourceLines(path)) text += `${line}\n`;
+  return text;
 }

@@ -282,13 +282,17 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
 }
 
 /** Calls `each` with every non-blank line and its number; a read error is reported at the line after the last. */
+/** Every line of a source file, plain or gzip-compressed, blank ones included (they count in line numbers). */
+export function sourceLines(path: string): AsyncIterable<string> {
+  const input = createReadStream(path, { highWaterMark: 1 << 20 });
+  return createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
+}
+
 async function eachLine(path: string, label: string, report: (label: string, lineNo: number, reason: string) => void,
   each: (line: string, lineNo: number) => void): Promise<void> {
-  const input = createReadStream(path, { highWaterMark: 1 << 20 });
-  const lines = createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
   let lineNo = 0;
   try {
-    for await (const line of lines) {
+    for await (const line of sourceLines(path)) {
       lineNo++;
       if (line.trim() !== '') each(line, lineNo);
     }
