@@ -1,5 +1,5 @@
 import { VIEW_DECLS } from './views.js';
-import type { Field, View, ViewDecl, ViewName } from './types.js';
+import type { Field, FieldDecl, View, ViewDecl, ViewName } from './types.js';
 
 export const VIEW_NAMES: readonly ViewName[] = VIEW_DECLS.map((v) => v.name);
 export const ENGINE_PATTERN = /^[a-z][a-z0-9]*$/;
@@ -11,6 +11,18 @@ export interface Catalog {
 }
 
 const kebab = (name: string) => name.replace(/_/g, '-');
+/** A declared field's column: engine-independent, so that one snapshot serves any engine name. */
+export const declaredColumn = (f: FieldDecl) => f.name.replace('{engine}', 'engine');
+
+/**
+ * The column of `view` that holds the workspace each row belongs to (the field built as the workspace's
+ * id): a change batch replaces a workspace's rows by it. Undefined for a view that groups rows across
+ * workspaces, whose rows a batch rebuilds for each organization it touches.
+ */
+export function workspaceColumn(view: string): string | undefined {
+  const field = VIEW_DECLS.find((d) => d.name === view)?.fields.find((f) => f.build === 'w.id');
+  return field ? declaredColumn(field) : undefined;
+}
 
 function resolveView(decl: ViewDecl, engine: string): View {
   const fields: Field[] = decl.fields
@@ -19,7 +31,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
       return {
         name,
         attribute: kebab(name),
-        column: f.name.replace('{engine}', 'engine'),
+        column: declaredColumn(f),
         type: f.type,
         version: f.version === true,
         indexed: f.indexed === true,

@@ -73,9 +73,35 @@ export interface Manifest {
   sourceState?: boolean;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
+  /**
+   * A snapshot made by change batches (docs/changes.md): `database` is a link to the DuckDB file of `base`,
+   * the loaded snapshot the batches since apply to, and `delta` the DuckDB file of what they changed since.
+   * Absent in loaded snapshots.
+   */
+  base?: string;
+  delta?: string;
+  /**
+   * The organizations whose rows the delta holds (partly, for views with rows per workspace; whole, for the
+   * views that group across workspaces): every other organization reads the base as it is.
+   */
+  deltaOrganizations?: string[];
+  /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */
+  batches?: AppliedBatch[];
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
   compacted?: boolean;
 }
+
+/** A change batch a snapshot includes: what makes applying it exactly once checkable after a crash. */
+export interface AppliedBatch {
+  /** The batch directory's name. */
+  name: string;
+  /** sha256 of the batch's files (names and contents). */
+  digest: string;
+  /** When it arrived (its directory's change time when it was applied from a spool), ISO 8601. */
+  arrivedAt: string;
+}
+/** How many applied batches a manifest records: a batch older than these is not recognised if sent again. */
+export const BATCHES_RECORDED = 10_000;
 
 /** Who may read what in a snapshot (access.json), from the source's organizations and teams. */
 export interface AccessData {
@@ -201,4 +227,23 @@ export async function pruneSnapshots(dataDir: string, retention: Retention, inUs
     if (stat && Date.now() - stat.mtimeMs > 3600_000) await fs.rm(join(dir, name), { recursive: true, force: true });
   }
   return removed;
+}
+
+/**
+ * Rejected change batches, one JSON line each (name, digest, when, how many problems), appended by `apply`
+ * and `ingest`: what /metrics counts as rejected, since a rejected batch makes no snapshot that could say so.
+ */
+export const rejectedBatchesPath = (dataDir: string) => join(snapshotsDir(dataDir), 'rejected-batches.ndjson');
+
+export async function recordRejectedBatch(dataDir: string, entry: { name: string; digest: string; problems: number }): Promise<void> {
+  await fs.mkdir(snapshotsDir(dataDir), { recursive: true });
+  await fs.appendFile(rejectedBatchesPath(dataDir), `${JSON.stringify({ ...entry, at: new Date().toISOString() })}\n`);
+}
+
+/** How many batches were rejected in this DATA_DIR. */
+export async function rejectedBatchCount(dataDir: string): Promise<number> {
+  const text = await fs.readFile(rejectedBatchesPath(dataDir), 'utf8').catch(() => '');
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
 }

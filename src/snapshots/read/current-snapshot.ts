@@ -7,7 +7,8 @@ import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { ident, type CompileTarget } from '../../query/compile.js';
-import { indexTable, POSITION_COLUMN } from '../../catalog/catalog.js';
+import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
+import { mergedViewRows } from '../delta-layout.js';
 import {
   type AccessData, type Retention, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -18,6 +19,8 @@ export interface Snapshot {
   id: string;
   /** The snapshot's DuckDB file, when it has one; its views are then tables of that database. */
   attachment: Attachment | null;
+  /** A batch snapshot's delta file (delta-layout.ts), read beside `attachment`. */
+  delta: Attachment | null;
   manifest: Manifest;
   access: AccessData;
   organizations: ReadonlySet<string>;
@@ -35,7 +38,7 @@ export interface Snapshot {
 
 /** The databases a worker attaches to read `snapshots` (none for a snapshot served from Parquet). */
 export const attachments = (...snapshots: Snapshot[]): Attachment[] =>
-  snapshots.flatMap((s) => (s.attachment ? [s.attachment] : []));
+  snapshots.flatMap((s) => [s.attachment, s.delta].filter((a): a is Attachment => a !== null));
 
 export interface Lease {
   snapshot: Snapshot;
@@ -143,7 +146,8 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     // Snapshot ids are [0-9a-zA-Z-] by construction; the alias is an identifier we make, never a client's.
     // It names the file too: a compacted snapshot's file is another database than the one it replaced.
     // Never the link's name: the alias is in the SQL, and an answer's ETag must not depend on the server.
-    attachment = { alias: `snapshot_${id}_${manifest.database}`.replace(/[^0-9A-Za-z]/g, '_'), path };
+    // A batch snapshot's file is its base's (a link): one alias, so that a worker attaches it once for all of them.
+    attachment = { alias: `snapshot_${manifest.base ?? id}_${manifest.database}`.replace(/[^0-9A-Za-z]/g, '_'), path };
   } else {
     for (const [view, file] of Object.entries(manifest.files)) {
       const path = await pin(file);
@@ -151,11 +155,19 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
     }
   }
+  let delta: Attachment | null = null;
+  if (manifest.delta && attachment) {
+    const path = await pin(manifest.delta);
+    await checkDuckdb(path);
+    delta = { alias: `snapshot_${id}_${manifest.delta}`.replace(/[^0-9A-Za-z]/g, '_'), path };
+  }
+  const deltaOrganizations = new Set(manifest.deltaOrganizations ?? []);
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
   return {
     id,
     attachment,
+    delta,
     manifest,
     manifestStamp: stamp,
     pinned: [...pinned],
@@ -169,6 +181,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
+      if (delta && deltaOrganizations.has(organization)) return deltaTarget(view, organization, attachment!.alias, delta.alias, manifest);
       return {
         relation: table,
         ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
@@ -187,6 +200,22 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       };
     },
   };
+}
+
+/**
+ * Where an organization whose rows a delta holds reads them (delta-layout.ts). A view grouped across
+ * workspaces holds the organization whole in the delta, stored as the base stores it: every plan of the
+ * base's but the position index. A view with rows per workspace merges the base's standing rows with the
+ * delta's: pages find rows by their position column, and sort what they read.
+ */
+function deltaTarget(view: string, organization: string, baseAlias: string, deltaAlias: string, manifest: Manifest): CompileTarget {
+  const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
+  const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true };
+  if (!workspaceColumn(view)) {
+    const csvLines = manifest.csvLines?.[view];
+    return { ...common, relation: `"${deltaAlias}".${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
+  }
+  return { ...common, relation: mergedViewRows(`"${baseAlias}"`, `"${deltaAlias}"`, view), rowid: ident(POSITION_COLUMN) };
 }
 
 export class SnapshotRegistry {

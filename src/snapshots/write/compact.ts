@@ -45,9 +45,14 @@ export async function compactSnapshots(dataDir: string, keepFull: number, opts: 
   const current = await readCurrentId(dataDir);
   const ids = await listSnapshotIds(dataDir);
   const done: string[] = [];
+  // A batch snapshot shares its base's file (a link) and adds a small delta: compacting either would only
+  // add a file (docs/changes.md, "Disk").
+  const manifests = await Promise.all(ids.map((id) => readManifest(dataDir, id).catch(() => null)));
+  const bases = new Set(manifests.map((m) => m?.base).filter((b): b is string => b !== undefined));
   for (const id of ids.slice(0, Math.max(0, ids.length - keepFull))) {
-    if (id === current) continue;
+    if (id === current || bases.has(id)) continue;
     const manifest = await readManifest(dataDir, id).catch(() => null);
+    if (manifest?.delta) continue;
     // Snapshots from before row JSON have nothing to drop; a damaged one is left for retention to remove.
     if (!manifest?.database || manifest.rowJson !== true) continue;
     if (manifest.compacted) {

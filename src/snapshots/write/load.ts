@@ -2,7 +2,6 @@
 // it current atomically. Any failure leaves the current snapshot untouched and removes the partial one.
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { versionKey } from '../../catalog/version-order.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
@@ -11,19 +10,9 @@ import { sourceStateStatements, stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
-import { CSV_LINE_COLUMN, POSITION_COLUMN, positionIndex, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
+import { POSITION_COLUMN, positionIndex } from '../../catalog/catalog.js';
+import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
 import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
-
-/**
- * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
- * decodes a compressed string column a whole vector at a time, so each row a page fetched cost as much as a
- * vector. The CSV lines are only ever read in runs, by exports, so zstd costs little (a stored-lines export
- * of 2M resource rows: 323 ms instead of 262) and stores them in a tenth of the bytes, 38 % of the bench
- * snapshot (docs/performance.md, "Serving-column compression"). The data columns keep DuckDB's own choice.
- */
-const SERVING_COMPRESSION: Record<string, string> = { [ROW_JSON_COLUMN]: 'uncompressed', [CSV_LINE_COLUMN]: 'zstd' };
-/** zstd for strings needs this storage version or later; DuckDB 1.2 and later read the file. */
-const STORAGE_VERSION = 'v1.2.0';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
@@ -225,14 +214,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       await db.run(sql);
     }
     progress('computing version order keys');
-    const appender = await db.createAppender('version_keys');
-    for (const [v] of (await db.runAndReadAll('SELECT v FROM versions_seen')).getRows() as [string][]) {
-      appender.appendVarchar(v);
-      const key = versionKey(v);
-      if (key === null) appender.appendNull(); else appender.appendVarchar(key);
-      appender.endRow();
-    }
-    appender.closeSync();
+    await fillVersionKeys(db);
     // Each view is computed and sorted once, into the read-only DuckDB file the workers query
     // (docs/performance.md: DuckDB's own storage answers pages about four times faster than Parquet); its
     // Parquet file, the snapshot's portable form, is then copied from that table in the same order.
@@ -250,11 +232,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       for (const [i, range] of ranges.entries()) {
         const of = ranges.length > 1 ? ` (organizations ${i + 1} of ${ranges.length})` : '';
         await step(`sorting ${view}${of}`, `CREATE TEMP TABLE sorted_rows AS ${ranges.length > 1 ? sorted(range.names) : sorted()}`);
-        if (i === 0) {
-          const columns = (await db.runAndReadAll(`DESCRIBE ${derive('sorted_rows', 0)}`)).getRows().map(([name, type]) =>
-            `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
-          await db.run(`CREATE TABLE snapshot_out."${view}" (${columns.join(', ')})`);
-        }
+        if (i === 0) await createViewTable(db, `snapshot_out."${view}"`, derive('sorted_rows', 0));
         await step(`writing ${view}${of}`, `INSERT INTO snapshot_out."${view}" ${derive('sorted_rows', written)}`);
         written += Number((await db.runAndReadAll('SELECT count(*) FROM sorted_rows')).getRows()[0]![0] as bigint);
         await db.run('DROP TABLE sorted_rows');

@@ -1,19 +1,26 @@
-// The source state of a snapshot (its `source_*` tables, write/staging.ts) as a change batch asks for it:
-// by key, in a few statements however large the batch, each key bound as a list parameter.
+// The source state of a snapshot (its `source_*` tables, write/staging.ts, merged with its delta's for a
+// snapshot made by batches: delta-layout.ts) as a change batch asks for it: by key, in a few statements
+// however large the batch, each key bound as a list parameter.
 import { listValue, type DuckDBConnection, type DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { sqlLiteral } from './staging.js';
 import type { SourceState } from './batch-validator.js';
+import { mergedState } from '../delta-layout.js';
 
 export interface SnapshotState extends SourceState {
   close(): void;
 }
 
-/** Opens the source state stored in the DuckDB file at `path` (read-only). */
-export async function openSnapshotState(path: string): Promise<SnapshotState> {
+/** Opens the source state stored in the DuckDB file at `path`, with the delta at `deltaPath` if any (read-only). */
+export async function openSnapshotState(path: string, deltaPath: string | null = null): Promise<SnapshotState> {
   const instance: DuckDBInstance = await openInstance(':memory:', { threads: '1', memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
-  await db.run(`ATTACH ${sqlLiteral(path)} AS state (READ_ONLY)`);
+  await db.run(`ATTACH ${sqlLiteral(path)} AS base (READ_ONLY)`);
+  if (deltaPath) await db.run(`ATTACH ${sqlLiteral(deltaPath)} AS delta (READ_ONLY)`);
+  await db.run('CREATE SCHEMA state');
+  for (const kind of ['organizations', 'projects', 'workspaces'] as const) {
+    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState('base', deltaPath ? 'delta' : null, kind)}`);
+  }
   const rows = async (sql: string, keys: string[]): Promise<unknown[][]> =>
     keys.length === 0 ? [] : (await db.runAndReadAll(sql, [listValue(keys) as DuckDBValue])).getRows();
   const within = 'IN (SELECT unnest(?::VARCHAR[]))';

@@ -29,6 +29,10 @@ export interface ViewStatements {
   /** The view's rows sorted; given a range of organization names (inclusive), only theirs. */
   sorted: (organizations?: readonly [string, string]) => string;
   derive: (table: string, offset: number) => string;
+  /** The columns `derive` adds: a stored row without them is a row as `sorted` gives it. */
+  derived: string[];
+  /** The stored order (organization key, then the view's default order), as ORDER BY terms. */
+  order: string;
   csvLines: number[];
   indexes: IndexStatement[];
 }
@@ -90,7 +94,9 @@ export function viewStatements(): ViewStatements[] {
           ORDER BY ${ident(ORGANIZATION_KEY_COLUMN)}, ${ident(field.column)}, rowid`,
       };
     });
-    return { view: decl.name, file: view.file, sorted, derive, csvLines: view.fields.map((f) => f.index), indexes };
+    const derived = [...strings.filter((f) => !sortFields.has(f)).map((f) => foldedColumn(f.column)), ...SERVING_COLUMNS];
+    const order = [ident(ORGANIZATION_KEY_COLUMN), ...defaultOrder(view)].join(', ');
+    return { view: decl.name, file: view.file, sorted, derive, derived, order, csvLines: view.fields.map((f) => f.index), indexes };
   });
 }
 

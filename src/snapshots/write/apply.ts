@@ -1,0 +1,166 @@
+// `explorer apply <batch-dir>`: validate a change batch against the current snapshot, make the snapshot of
+// the resulting source from the current one and the batch (its base's files shared, a new delta:
+// delta-layout.ts), and make it current atomically, as a load does. Any failure leaves the current snapshot
+// as it was.
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import {
+  BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
+  writeCurrentId, type AppliedBatch, type Manifest,
+} from '../snapshot-dir.js';
+import { DELTA_FILE } from '../delta-layout.js';
+import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
+import { validateBatch } from './batch-validator.js';
+import { buildDelta, type BatchCounts } from './delta.js';
+import { DATABASE_FILE } from './load.js';
+import { openSnapshotState } from './snapshot-state.js';
+import { SOURCE_FILES } from './source-validator.js';
+
+export class BatchRejectedError extends Error {
+  constructor(readonly errors: string[], readonly errorCount: number) {
+    super(`the batch has ${errorCount} problem${errorCount === 1 ? '' : 's'}`);
+    this.name = 'BatchRejectedError';
+  }
+}
+
+/** There is no snapshot a batch could apply to: `load` first. */
+export class NoSnapshotError extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'NoSnapshotError';
+  }
+}
+
+export interface ApplyOptions {
+  dataDir: string;
+  keep?: number;
+  keepDays?: number;
+  writerLock?: LockOptions;
+  /** The snapshot's label: else the batch directory's name. */
+  label?: string;
+  /** When the batch arrived (its arrival in a spool's incoming/); now unless given. */
+  arrivedAt?: Date;
+  /** A batch the current snapshot already includes (same name and digest) is not applied again. */
+  skipApplied?: boolean;
+  memoryLimit?: string;
+  threads?: number;
+}
+
+export interface ApplyResult {
+  /** The new current snapshot's manifest; the current one's when the batch was already applied. */
+  manifest: Manifest;
+  alreadyApplied: boolean;
+  batch: BatchCounts;
+  seconds: number;
+  /** Seconds spent validating, building the delta, and switching (links, manifest, CURRENT). */
+  phases: { validate: number; write: number; switch: number };
+}
+
+/** The files of a batch a digest covers: the source files and deletions, plain or gzipped. */
+const BATCH_FILES = [...SOURCE_FILES, 'deletions'].flatMap((f) => [`${f}.ndjson`, `${f}.ndjson.gz`]);
+
+/** sha256 over the names and contents of a batch's files, in name order. */
+export async function batchDigest(dir: string): Promise<string> {
+  const hash = createHash('sha256');
+  for (const name of [...BATCH_FILES].sort()) {
+    const content = await fs.readFile(join(dir, name)).catch((e: NodeJS.ErrnoException) => { if (e.code === 'ENOENT') return null; throw e; });
+    if (content === null) continue;
+    hash.update(`${name}\n${content.length}\n`);
+    hash.update(content);
+  }
+  return hash.digest('hex');
+}
+
+export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<ApplyResult> {
+  const started = performance.now();
+  const dir = resolve(batchDir);
+  const stat = await fs.stat(dir).catch(() => null);
+  if (!stat?.isDirectory()) throw new BatchRejectedError([`${batchDir}: not a directory`], 1);
+  const label = opts.label ?? basename(dir).slice(0, 255);
+  const length = [...label].length;
+  if (length < 1 || length > 255) throw new BatchRejectedError([`--label: must be 1 to 255 characters, not ${length}`], 1);
+  const digest = await batchDigest(dir);
+  const record: AppliedBatch = { name: basename(dir), digest, arrivedAt: (opts.arrivedAt ?? new Date()).toISOString() };
+
+  // The whole apply is one write: the batch is checked against the snapshot it applies to, and no other
+  // writer makes another current meanwhile.
+  const release = await acquireWriterLock(opts.dataDir, 'apply', opts.writerLock ?? { waitMs: DEFAULT_WRITER_WAIT_MS });
+  const root = snapshotsDir(opts.dataDir);
+  const tmp = join(root, `.tmp-${newSnapshotId()}`);
+  try {
+    const currentId = await readCurrentId(opts.dataDir);
+    if (currentId === null) throw new NoSnapshotError(`${opts.dataDir} has no current snapshot: load a source first (explorer load <dir>)`);
+    const current = await readManifest(opts.dataDir, currentId);
+    if (!current.sourceState || !current.database || current.compacted) {
+      throw new NoSnapshotError(`the current snapshot ${currentId} does not store its source state (loaded by an older version): load a source again first`);
+    }
+    if (opts.skipApplied && current.batches?.some((b) => b.name === record.name && b.digest === digest)) {
+      return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
+    }
+    const currentDir = snapshotPath(opts.dataDir, currentId);
+    const basePath = join(currentDir, current.database);
+    const deltaPath = current.delta ? join(currentDir, current.delta) : null;
+
+    const state = await openSnapshotState(basePath, deltaPath);
+    const validation = await validateBatch(dir, state).finally(() => state.close());
+    if (validation.errorCount > 0) throw new BatchRejectedError(validation.errors, validation.errorCount);
+    const validated = performance.now();
+
+    await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
+    const delta = await buildDelta({
+      batchDir: dir, current, basePath, deltaPath, outPath: join(tmp, DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
+      memoryLimit: opts.memoryLimit, threads: opts.threads,
+    });
+    await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
+    const written = performance.now();
+
+    // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
+    await fs.link(basePath, join(tmp, DATABASE_FILE));
+    const loadedAt = new Date();
+    const id = newSnapshotId(loadedAt);
+    const manifest: Manifest = {
+      id,
+      createdAt: loadedAt.toISOString(),
+      label,
+      source: dir,
+      counts: delta.counts,
+      // The Parquet files are a loaded snapshot's portable form; a batch snapshot has none of its own.
+      files: {},
+      database: DATABASE_FILE,
+      rows: delta.rows,
+      organizationRows: delta.organizationRows,
+      organizationKeys: delta.organizationKeys,
+      rowJson: true,
+      csvLines: current.csvLines,
+      indexes: current.indexes,
+      positions: current.positions,
+      sourceState: true,
+      base: current.base ?? current.id,
+      delta: DELTA_FILE,
+      deltaOrganizations: delta.deltaOrganizations,
+      batches: [...(current.batches ?? []), record].slice(-BATCHES_RECORDED),
+      sizes: {
+        [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size,
+        [DELTA_FILE]: (await fs.stat(join(tmp, DELTA_FILE))).size,
+      },
+    };
+    await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
+    await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
+    for (const name of ['access.json', 'manifest.json', DELTA_FILE]) await fsyncPath(join(tmp, name));
+    await fs.rename(tmp, snapshotPath(opts.dataDir, id));
+    await fsyncPath(root);
+    await writeCurrentId(opts.dataDir, id);
+    const switched = performance.now();
+    await pruneSnapshots(opts.dataDir, { keep: opts.keep ?? DEFAULT_SNAPSHOT_KEEP, keepDays: opts.keepDays ?? DEFAULT_SNAPSHOT_KEEP_DAYS });
+    return {
+      manifest, alreadyApplied: false, batch: delta.batch, seconds: (performance.now() - started) / 1000,
+      phases: { validate: (validated - started) / 1000, write: (written - validated) / 1000, switch: (switched - written) / 1000 },
+    };
+  } catch (e) {
+    await fs.rm(tmp, { recursive: true, force: true });
+    throw e;
+  } finally {
+    await release();
+  }
+}

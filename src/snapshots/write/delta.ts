@@ -1,0 +1,289 @@
+// A change batch's delta (delta-layout.ts): what the current snapshot's delta held, with what the batch changes
+// replacing it. The work follows the batch, not the platform: the batch's workspaces are built by the same
+// view statements a load runs, over the batch's own rows with the source state they refer to; the views
+// grouped across workspaces are rebuilt for the organizations the batch touches, from their rows alone.
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { join } from 'node:path';
+import { declaredColumn, ORGANIZATION_KEY_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
+import { VIEW_DECLS } from '../../catalog/views.js';
+import { openInstance } from '../../duckdb/open-instance.js';
+import { ident } from '../../query/compile.js';
+import { sortKeys } from '../../query/query.js';
+import { catalogFor } from '../../catalog/catalog.js';
+import { DELTA_POSITION_BASE, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
+import type { AccessData, Manifest } from '../snapshot-dir.js';
+import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
+import { sourceFiles, type SourceFile } from './source-validator.js';
+import { sourceStateStatements, sqlLiteral, stagingStatements } from './staging.js';
+import { viewStatements } from './view-files.js';
+
+export interface DeltaInput {
+  batchDir: string;
+  /** The current snapshot: its manifest, and the paths of its base DuckDB file and of its delta, if any. */
+  current: Manifest;
+  basePath: string;
+  deltaPath: string | null;
+  /** The new delta file, and a directory for DuckDB's spills. */
+  outPath: string;
+  tempDir: string;
+  memoryLimit?: string;
+  threads?: number;
+}
+
+/** Per kind of record (organization, project, workspace, team): how many the batch upserted and deleted. */
+export interface BatchCounts {
+  upserted: Record<string, number>;
+  deleted: Record<string, number>;
+}
+
+export interface DeltaResult {
+  organizationKeys: Record<string, number>;
+  organizationRows: Record<string, Record<string, number>>;
+  rows: Record<string, number>;
+  deltaOrganizations: string[];
+  /** Records per source file of the resulting source (provider and module rows as stored: duplicates merged). */
+  counts: Record<string, number>;
+  access: AccessData;
+  batch: BatchCounts;
+}
+
+/** What the merged current state is called while the delta is built. */
+const cur = (kind: StateKind) => `cur_${kind}`;
+
+/**
+ * Fields whose value a row takes from its project or organization (`p.…`, `o.…` in views.ts): a batch that
+ * changes a project's name or an organization's id changes them in rows of workspaces it does not carry.
+ */
+const contextFields = (view: string) => VIEW_DECLS.find((d) => d.name === view)!.fields.filter((f) => /^[po]\./.test(f.build));
+
+export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
+  const instance = await openInstance(':memory:', {
+    threads: String(input.threads ?? 2),
+    memory_limit: input.memoryLimit ?? '2GB',
+    temp_directory: input.tempDir,
+  });
+  const db = await instance.connect();
+  const run = (sql: string) => db.run(sql);
+  const all = async (sql: string) => (await db.runAndReadAll(sql)).getRows();
+  try {
+    await run(`ATTACH ${sqlLiteral(input.basePath)} AS base (READ_ONLY)`);
+    if (input.deltaPath) await run(`ATTACH ${sqlLiteral(input.deltaPath)} AS prev (READ_ONLY)`);
+    await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
+    const prev = input.deltaPath ? 'prev' : null;
+    for (const kind of [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[]) {
+      await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState('base', prev, kind)}`);
+    }
+    await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT * FROM prev.replaced_workspaces'
+      : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
+
+    // The batch, staged as a load stages a source (the view statements read src_*), and in the stored
+    // source state's shape (bs.source_*).
+    const files = sourceFiles(input.batchDir);
+    for (const sql of stagingStatements(files)) await run(sql);
+    await run(`ATTACH ':memory:' AS bs`);
+    for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
+    const deletions = [join(input.batchDir, 'deletions.ndjson'), join(input.batchDir, 'deletions.ndjson.gz')];
+    const { existsSync } = await import('node:fs');
+    const deletionsPath = deletions.find((p) => existsSync(p));
+    await run(`CREATE TEMP TABLE b_deletions AS ${deletionsPath
+      ? `SELECT kind, name, id, organization FROM read_json(${sqlLiteral(deletionsPath)}, format = 'newline_delimited', columns = {kind: 'VARCHAR', name: 'VARCHAR', id: 'VARCHAR', organization: 'VARCHAR'})`
+      : 'SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS name, NULL::VARCHAR AS id, NULL::VARCHAR AS organization WHERE false'}`);
+
+    // What the batch replaces.
+    await run(`CREATE TEMP TABLE del_orgs AS SELECT name FROM b_deletions WHERE kind = 'organization'`);
+    await run(`CREATE TEMP TABLE del_teams AS SELECT organization, name FROM b_deletions WHERE kind = 'team'`);
+    await run(`CREATE TEMP TABLE gone_ws AS SELECT organization, id FROM ${cur('workspaces')}
+      WHERE id IN (SELECT id FROM b_deletions WHERE kind = 'workspace') OR organization IN (SELECT name FROM del_orgs)`);
+    await run(`CREATE TEMP TABLE renamed_projects AS SELECT b.id FROM bs.source_projects b JOIN ${cur('projects')} c ON c.id = b.id WHERE b.name IS DISTINCT FROM c.name`);
+    await run(`CREATE TEMP TABLE reided_orgs AS SELECT b.name FROM bs.source_organizations b JOIN ${cur('organizations')} c ON c.name = b.name WHERE b.id IS DISTINCT FROM c.id`);
+    await run(`CREATE TEMP TABLE patched_ws AS SELECT * FROM ${cur('workspaces')} w
+      WHERE w.id NOT IN (SELECT id FROM gone_ws) AND w.id NOT IN (SELECT id FROM bs.source_workspaces)
+        AND (w.project_id IN (SELECT id FROM renamed_projects) OR w.organization IN (SELECT name FROM reided_orgs))`);
+    await run(`CREATE TEMP TABLE replaced_new AS SELECT organization, id FROM gone_ws
+      UNION SELECT organization, id FROM bs.source_workspaces UNION SELECT organization, id FROM patched_ws`);
+    await run(`CREATE TEMP TABLE touched AS SELECT organization AS name FROM replaced_new
+      UNION SELECT name FROM del_orgs UNION SELECT name FROM bs.source_organizations`);
+
+    // The source state of S'.
+    const stored = (table: string, select: string) => run(`CREATE TABLE out.${table} AS SELECT * FROM (${select}) ORDER BY ALL`);
+    await stored('source_organizations', `SELECT name, id FROM ${cur('organizations')}
+      WHERE name NOT IN (SELECT name FROM del_orgs) AND name NOT IN (SELECT name FROM bs.source_organizations)
+      UNION ALL SELECT name, id FROM bs.source_organizations`);
+    await stored('source_projects', `SELECT organization, id, name FROM ${cur('projects')}
+      WHERE organization NOT IN (SELECT name FROM del_orgs) AND id NOT IN (SELECT id FROM b_deletions WHERE kind = 'project')
+        AND id NOT IN (SELECT id FROM bs.source_projects)
+      UNION ALL SELECT organization, id, name FROM bs.source_projects`);
+    // A team deleted, or upserted (its members replaced by the batch's), or of a deleted organization.
+    const teamGone = (name: string) => `t.organization IN (SELECT name FROM del_orgs)
+      OR EXISTS (SELECT 1 FROM del_teams d WHERE d.organization = t.organization AND d.name = t.${name})
+      OR EXISTS (SELECT 1 FROM bs.source_teams b WHERE b.organization = t.organization AND b.name = t.${name})`;
+    await stored('source_teams', `SELECT * FROM ${cur('teams')} t WHERE NOT (${teamGone('name')}) UNION ALL SELECT * FROM bs.source_teams`);
+    await stored('source_team_members', `SELECT * FROM ${cur('team_members')} t WHERE NOT (${teamGone('team')}) UNION ALL SELECT * FROM bs.source_team_members`);
+    await stored('replaced_workspaces', 'SELECT organization, id FROM cur_replaced UNION SELECT organization, id FROM replaced_new');
+    for (const [kind, column] of Object.entries(WORKSPACE_STATE)) {
+      const table = `source_${kind}`;
+      const kept = prev ? `SELECT * FROM prev.${table} WHERE ${column} NOT IN (SELECT id FROM replaced_new)` : `SELECT * FROM bs.${table} WHERE false`;
+      await stored(table, `${kept} UNION ALL SELECT * FROM bs.${table}
+        UNION ALL SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`);
+    }
+
+    // Organization keys: those of S, new organizations after them (keys only identify; their order is no one's).
+    const deletedOrgs = new Set((await all('SELECT name FROM del_orgs')).map(([n]) => n as string));
+    const organizationKeys: Record<string, number> = {};
+    for (const [name, k] of Object.entries(input.current.organizationKeys ?? {})) if (!deletedOrgs.has(name)) organizationKeys[name] = k;
+    let next = Math.max(0, ...Object.values(input.current.organizationKeys ?? {})) + 1;
+    for (const [name] of await all('SELECT name FROM out.source_organizations ORDER BY name')) {
+      if (organizationKeys[name as string] === undefined) organizationKeys[name as string] = next++;
+    }
+    // The view statements read the context of S': its organizations, projects and keys.
+    await run('DROP TABLE src_organizations');
+    await run('DROP TABLE src_projects');
+    await run('DROP TABLE org_keys');
+    await run('CREATE TEMP TABLE src_organizations AS SELECT name, id FROM out.source_organizations');
+    await run('CREATE TEMP TABLE src_projects AS SELECT id, organization, name FROM out.source_projects');
+    await run('CREATE TEMP TABLE org_keys (name VARCHAR, k INTEGER)');
+    const keys = await db.createAppender('org_keys');
+    for (const [name, k] of Object.entries(organizationKeys)) { keys.appendVarchar(name); keys.appendInteger(k); keys.endRow(); }
+    keys.closeSync();
+    await fillVersionKeys(db);
+
+    const statements = new Map(viewStatements().map((v) => [v.view, v]));
+    /** Writes `rows` (stored rows of `view`) into the delta in stored order, with delta positions. */
+    const write = async (view: string, rows: string) => {
+      const { order } = statements.get(view)!;
+      const select = `SELECT * REPLACE ((${DELTA_POSITION_BASE} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos) FROM ${rows} t ORDER BY ${order}`;
+      await createViewTable(db, `out.${ident(view)}`, `SELECT * FROM ${rows} LIMIT 0`);
+      await run(`INSERT INTO out.${ident(view)} ${select}`);
+    };
+    await run('SET preserve_insertion_order = true');
+
+    // Views with rows per workspace: the batch's workspaces built anew, the patched ones re-derived from their
+    // current rows with the context values of S', the delta's other rows kept.
+    for (const { view, sorted, derive, derived } of statements.values()) {
+      const column = workspaceColumn(view);
+      if (!column) continue;
+      await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
+      await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
+      const context = contextFields(view);
+      const sortFields = new Set(sortKeys(catalogFor().view(view)!, catalogFor().view(view)!.defaultSort).map((k) => k.field.column));
+      if (context.some((f) => sortFields.has(declaredColumn(f)))) throw new Error(`${view}: a field taken from the project or organization is in the default order`);
+      const projectField = VIEW_DECLS.find((d) => d.name === view)!.fields.find((f) => f.build === 'w.project_id');
+      if (context.length > 0) {
+        if (!projectField) throw new Error(`${view}: the project of a row is not one of its fields`);
+        await run(`CREATE TEMP TABLE patch_sorted AS SELECT t.* EXCLUDE (${derived.map(ident).join(', ')})
+            REPLACE (${context.map((f) => `${f.build} AS ${ident(declaredColumn(f))}`).join(', ')})
+          FROM ${prev ? mergedViewRows('base', prev, view) : `base.${ident(view)}`} t
+          JOIN src_projects p ON p.id = t.${ident(declaredColumn(projectField))}
+          JOIN src_organizations o ON o.name = t._org
+          WHERE t.${ident(column)} IN (SELECT id FROM patched_ws)`);
+        await run(`INSERT INTO new_rows BY NAME ${derive('patch_sorted', 0)}`);
+        await run('DROP TABLE patch_sorted');
+      }
+      if (prev) await run(`INSERT INTO new_rows BY NAME SELECT * FROM prev.${ident(view)} WHERE ${ident(column)} NOT IN (SELECT id FROM replaced_new)`);
+      await write(view, 'new_rows');
+      await run('DROP TABLE new_sorted');
+      await run('DROP TABLE new_rows');
+    }
+
+    // Views grouped across workspaces: every row of each touched organization, from S' (the merged
+    // workspaces view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
+    await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
+    const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
+    const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build)).map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
+    for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
+    await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows('base', 'out', 'workspaces')} t
+      WHERE t._org IN (SELECT name FROM agg_orgs)`);
+    for (const kind of ['providers', 'modules'] as const) {
+      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState('base', 'out', kind)} u WHERE u.workspace_id IN (SELECT id FROM src_workspaces)`);
+    }
+    await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
+      UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
+    await fillVersionKeys(db, 'agg_versions');
+    for (const { view, sorted, derive } of statements.values()) {
+      if (workspaceColumn(view)) continue;
+      await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
+      await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
+      if (prev) await run(`INSERT INTO new_rows BY NAME SELECT * FROM prev.${ident(view)} WHERE _org NOT IN (SELECT name FROM touched)`);
+      await write(view, 'new_rows');
+      await run('DROP TABLE new_sorted');
+      await run('DROP TABLE new_rows');
+    }
+
+    // Rows per organization: those of S for the organizations no batch has touched, counted for the others.
+    const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
+    const deltaOrganizations = [...new Set([...(input.current.deltaOrganizations ?? []), ...touchedNames])].sort();
+    const organizationRows: Record<string, Record<string, number>> = {};
+    const rows: Record<string, number> = {};
+    const touchedSet = new Set(touchedNames);
+    for (const { view } of statements.values()) {
+      const counts: Record<string, number> = {};
+      for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
+      const merged = workspaceColumn(view) ? mergedViewRows('base', 'out', view) : `out.${ident(view)}`;
+      // Keys from our own manifest, never a client's: integers written out so that zone maps skip the rest.
+      const keyList = touchedNames.map((n) => organizationKeys[n]).filter((k) => k !== undefined).join(', ') || '0';
+      for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList}) GROUP BY _org`)) {
+        counts[org as string] = Number(n);
+      }
+      organizationRows[view] = counts;
+      rows[view] = Object.values(counts).reduce((a, b) => a + b, 0);
+    }
+
+    const count = async (sql: string) => Number((await all(sql))[0]![0]);
+    const counts: Record<SourceFile, number> = {
+      organizations: await count('SELECT count(*) FROM out.source_organizations'),
+      projects: await count('SELECT count(*) FROM out.source_projects'),
+      workspaces: rows.workspaces ?? 0,
+      workspace_providers: await count(`SELECT count(*) FROM ${mergedState('base', 'out', 'providers')}`),
+      workspace_modules: await count(`SELECT count(*) FROM ${mergedState('base', 'out', 'modules')}`),
+      workspace_resources: rows.resources ?? 0,
+      teams: await count('SELECT count(*) FROM out.source_teams'),
+      team_members: await count('SELECT count(*) FROM out.source_team_members'),
+    };
+    const access = accessOf(
+      (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
+      (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
+      (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
+    );
+    const kindCount = async (sql: string) => count(sql);
+    const batch: BatchCounts = {
+      upserted: {
+        organizations: await kindCount('SELECT count(*) FROM bs.source_organizations'),
+        projects: await kindCount('SELECT count(*) FROM bs.source_projects'),
+        workspaces: await kindCount('SELECT count(*) FROM bs.source_workspaces'),
+        teams: await kindCount('SELECT count(*) FROM bs.source_teams'),
+      },
+      deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
+        [`${k}s`, await kindCount(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
+    };
+    await run('CHECKPOINT out');
+    await run('DETACH out');
+    return { organizationKeys, organizationRows, rows, deltaOrganizations, counts, access, batch };
+  } finally {
+    db.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** Who may read what (snapshot-dir.ts AccessData), from the organizations, teams and members of a source, as the source validator derives it. */
+function accessOf(organizations: string[], teams: [string, string, boolean, boolean][], members: [string, string, string][]): AccessData {
+  const byOrg: Record<string, string[]> = {};
+  const qualifying: Record<string, string[]> = {};
+  const qualifies = new Set<string>();
+  for (const [org, name, readWorkspaces, readProjects] of teams) {
+    (byOrg[org] ??= []).push(name);
+    if (name === 'owners' || readWorkspaces || readProjects) {
+      (qualifying[org] ??= []).push(name);
+      qualifies.add(`${org}\n${name}`);
+    }
+  }
+  const userOrgs: Record<string, Set<string>> = {};
+  for (const [org, team, user] of members) if (qualifies.has(`${org}\n${team}`)) (userOrgs[user] ??= new Set()).add(org);
+  const sorted = (r: Record<string, string[]>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, [...v].sort()]));
+  return {
+    organizations: [...organizations].sort(),
+    qualifyingTeams: sorted(qualifying),
+    teams: sorted(byOrg),
+    userOrganizations: Object.fromEntries(Object.entries(userOrgs).map(([u, s]) => [u, [...s].sort()])),
+  };
+}

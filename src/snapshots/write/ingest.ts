@@ -1,0 +1,104 @@
+// `explorer ingest <spool>`: follows a spool directory. Producers rename complete batches into incoming/;
+// each is applied in name order (apply.ts) and moved to done/ once its snapshot is current, or to rejected/
+// with a problems.txt. Exactly once across crashes: a batch the current snapshot already records (by name
+// and digest) is only moved; one that was not applied yet is applied at the next start. The follower holds
+// the data directory only while it applies a batch, so a load or an apply beside it takes its turn.
+import { existsSync, watch, type FSWatcher } from 'node:fs';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { recordRejectedBatch } from '../snapshot-dir.js';
+import { WriterBusyError } from '../writer-lock.js';
+import { applyBatch, batchDigest, BatchRejectedError, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
+
+export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
+  /** Stops the follower after the batch it is applying, if any. */
+  signal: AbortSignal;
+  /** One JSON-ready record per batch applied or rejected, and per problem the follower waits out. */
+  log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+  /** How often incoming/ is listed besides the file system's notifications (which a shared file system may not send). */
+  pollMs?: number;
+}
+
+export const SPOOL_DIRS = ['incoming', 'done', 'rejected'] as const;
+
+/** Moves `from` to `dir`/<its name>, or a free name beside it when a batch of that name is there already. */
+async function moveInto(from: string, dir: string, name: string): Promise<string> {
+  let to = join(dir, name);
+  for (let n = 2; existsSync(to); n++) to = join(dir, `${name}.${n}`);
+  await fs.rename(from, to);
+  return to;
+}
+
+export async function runIngest(spool: string, opts: IngestOptions): Promise<void> {
+  for (const d of SPOOL_DIRS) await fs.mkdir(join(spool, d), { recursive: true });
+  const incoming = join(spool, 'incoming');
+  let wake: (() => void) | undefined;
+  const nudge = () => { wake?.(); };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(incoming, nudge);
+  } catch { /* polling alone */ }
+  opts.signal.addEventListener('abort', nudge);
+  try {
+    while (!opts.signal.aborted) {
+      const waiting = (await fs.readdir(incoming, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
+      let stalled = false;
+      for (const name of waiting) {
+        if (opts.signal.aborted) break;
+        if (!(await ingestOne(spool, name, opts))) { stalled = true; break; }
+      }
+      if (opts.signal.aborted) break;
+      if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000);
+        wake = () => { clearTimeout(timer); resolve(); };
+      });
+      wake = undefined;
+    }
+  } finally {
+    watcher?.close();
+    opts.signal.removeEventListener('abort', nudge);
+  }
+}
+
+/** Applies one batch of incoming/; false when it must wait (no snapshot yet, another writer, a failure) and be tried again. */
+async function ingestOne(spool: string, name: string, opts: IngestOptions): Promise<boolean> {
+  const path = join(spool, 'incoming', name);
+  const stat = await fs.stat(path).catch(() => null);
+  if (!stat) return true; // moved away by hand meanwhile
+  // The rename into incoming/ changed the directory's ctime: that is when the batch arrived.
+  const arrivedAt = new Date(stat.ctimeMs);
+  let result: ApplyResult;
+  try {
+    result = await applyBatch(path, { ...opts, arrivedAt, skipApplied: true });
+  } catch (e) {
+    if (e instanceof BatchRejectedError) {
+      const text = `${e.errors.join('\n')}\n${e.errorCount > e.errors.length ? `… and ${e.errorCount - e.errors.length} more\n` : ''}`;
+      await fs.writeFile(join(path, 'problems.txt'), text);
+      await recordRejectedBatch(opts.dataDir, { name, digest: await batchDigest(path), problems: e.errorCount });
+      const to = await moveInto(path, join(spool, 'rejected'), name);
+      opts.log('warn', 'batch rejected', { batches: [name], problems: e.errorCount, first: e.errors.slice(0, 3), moved: to });
+      return true;
+    }
+    if (e instanceof NoSnapshotError || e instanceof WriterBusyError) {
+      opts.log('warn', 'batch waits', { batches: [name], reason: e.message });
+      return false;
+    }
+    opts.log('error', 'batch not applied; tried again', { batches: [name], error: (e as Error).message });
+    return false;
+  }
+  await moveInto(path, join(spool, 'done'), name);
+  const m = result.manifest;
+  if (result.alreadyApplied) {
+    opts.log('info', 'batch already applied', { batches: [name], snapshot: m.id });
+  } else {
+    opts.log('info', 'batch applied', {
+      batches: [name], snapshot: m.id, upserted: result.batch.upserted, deleted: result.batch.deleted,
+      seconds: round(result.seconds), phases: Object.fromEntries(Object.entries(result.phases).map(([k, v]) => [k, round(v)])),
+      delay_seconds: round((Date.parse(m.createdAt) - arrivedAt.getTime()) / 1000),
+    });
+  }
+  return true;
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;

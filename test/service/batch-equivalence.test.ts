@@ -1,0 +1,142 @@
+// The promise of change batches (docs/changes.md): after any sequence of batches, every route answers what it
+// would answer had the resulting source been loaded whole. Two data directories start from one loaded base:
+// one takes each batch through `apply`, the other takes a full load of the source the batch oracle computes
+// (test/helpers/batch-oracle.ts), labelled alike. After each batch, the routes of every organization (queries
+// of every view, paged, filtered and sorted, exports, snapshots, changes, trends) must answer the same bytes
+// on both, once snapshot ids and load times are put aside.
+import { expect } from 'chai';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueToken } from '../../src/access/tokens.js';
+import { catalogFor, VIEW_NAMES } from '../../src/catalog/catalog.js';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { seededRandom } from '../../src/sample/random.js';
+import { writeSample } from '../../src/sample/sample.js';
+import { writeSampleChanges } from '../../src/sample/sample-changes.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { listSnapshotIds, readManifest } from '../../src/snapshots/snapshot-dir.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { openStateStore } from '../../src/store/open-store.js';
+import { applyBatch as oracle } from '../helpers/batch-oracle.js';
+import { writeEdgeBatch } from '../helpers/edge-batches.js';
+import { clientQuery } from '../helpers/harness.js';
+
+const organizationsOf = (dir: string) => readFileSync(join(dir, 'organizations.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).name as string);
+
+/** The routes compared for one organization: queries of every view (paged, filtered, sorted), exports and history. */
+function routes(org: string): string[] {
+  const base = `/api/v2/organizations/${encodeURIComponent(org)}/explorer`;
+  const out: string[] = [`${base}/snapshots`];
+  for (const view of catalogFor().views) {
+    const [first, second] = view.fields;
+    const name = view.identifying[0]!;
+    out.push(
+      `${base}?type=${view.name}`,
+      `${base}${clientQuery({ type: view.name, 'page[size]': '3', 'page[number]': '2' })}`,
+      `${base}${clientQuery({ type: view.name, sort: `-${second!.name}`, 'page[size]': '5' })}`,
+      `${base}${clientQuery({ type: view.name, [`filter[0][${name}][contains][0]`]: 'a', sort: first!.name })}`,
+      `${base}/export/csv?type=${view.name}`,
+      `${base}/changes?type=${view.name}`,
+      `${base}/changes/export/csv?type=${view.name}`,
+      `${base}/trend?type=${view.name}`,
+    );
+  }
+  return out;
+}
+
+describe('change batches answer as a full load of the resulting source', function () {
+  this.timeout(600_000);
+  let dir: string;
+  const servers: RunningServer[] = [];
+  after(async () => {
+    await Promise.all(servers.map((s) => s.shutdown()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const seed of [11, 12]) {
+    it(`a random base and batch sequence (seed ${seed}), compared after every batch`, async () => {
+      dir = mkdtempSync(join(tmpdir(), 'explorer-batches-'));
+      const rnd = seededRandom(seed);
+      const s0 = join(dir, 's0');
+      await writeSample(s0, { organizations: 4 + Math.floor(rnd() * 3), workspaces: 120 + Math.floor(rnd() * 80), seed });
+      const keep = organizationsOf(s0)[0]!;
+      await writeSampleChanges(s0, join(dir, 'sampled'), { batches: 3, workspaces: 10 + Math.floor(rnd() * 20), seed });
+      const viaBatches = join(dir, 'via-batches');
+      const viaLoads = join(dir, 'via-loads');
+      await loadSnapshot(s0, { dataDir: viaBatches, memoryLimit: '1GB', label: 'base' });
+      await loadSnapshot(s0, { dataDir: viaLoads, memoryLimit: '1GB', label: 'base' });
+
+      // The batches: the sampled ones, an edge batch, the same edge batch again (idempotent), an empty batch.
+      const steps: { name: string; dir: string }[] = ['batch-0001', 'batch-0002', 'batch-0003'].map((name) => ({ name, dir: join(dir, 'sampled', name) }));
+      let state = s0;
+      const sources: string[] = [];
+      const everOrgs = new Set(organizationsOf(s0));
+      for (const [i, step] of [...steps.entries()]) {
+        const next = join(dir, `s${i + 1}`);
+        oracle(state, step.dir, next);
+        sources.push(next);
+        state = next;
+      }
+      for (const name of ['edge-a', 'edge-a-again', 'empty', 'edge-b']) {
+        const batch = join(dir, name);
+        if (name === 'edge-a') writeEdgeBatch(state, batch, 1, keep);
+        if (name === 'edge-a-again') cpSync(join(dir, 'edge-a'), batch, { recursive: true });
+        if (name === 'empty') cpSync(join(dir, 'sampled', 'batch-0001'), batch, { recursive: true, filter: (p) => !p.endsWith('.ndjson') });
+        if (name === 'edge-b') writeEdgeBatch(state, batch, 2, keep);
+        const next = join(dir, `s${steps.length + 1}`);
+        oracle(state, batch, next);
+        steps.push({ name, dir: batch });
+        sources.push(next);
+        state = next;
+      }
+      for (const s of sources) for (const o of organizationsOf(s)) everOrgs.add(o);
+
+      // One token per organization that ever exists, the same in both directories.
+      const store = await openStateStore(loadConfig({ DATA_DIR: viaBatches }));
+      const tokens = new Map<string, string>();
+      for (const org of everOrgs) tokens.set(org, (await issueToken(store, { kind: 'organization', organization: org, description: 'equivalence' })).token);
+      await store.close();
+      cpSync(join(viaBatches, 'state'), join(viaLoads, 'state'), { recursive: true });
+      const env = { PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '3600000', DUCKDB_MEMORY_LIMIT: '512MB', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' };
+      const a = await startServer(loadConfig({ ...env, DATA_DIR: viaBatches }), silentLogger);
+      const b = await startServer(loadConfig({ ...env, DATA_DIR: viaLoads }), silentLogger);
+      servers.push(a, b);
+
+      /** Snapshot ids and load times, numbered by their order in `dataDir`. */
+      const normalizer = async (dataDir: string, url: string) => {
+        const ids = await listSnapshotIds(dataDir);
+        const times = await Promise.all(ids.map(async (id) => (await readManifest(dataDir, id)).createdAt));
+        return (text: string) => {
+          let t = text;
+          ids.forEach((id, k) => { t = t.split(id).join(`<snapshot ${k}>`); });
+          times.forEach((time, k) => { t = t.split(time).join(`<time ${k}>`).split(time.replace(/Z$/, '+00:00')).join(`<time ${k}>`); });
+          return t.split(url).join('<server>');
+        };
+      };
+
+      for (const [i, step] of steps.entries()) {
+        await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name });
+        await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
+        await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
+        const [na, nb] = await Promise.all([normalizer(viaBatches, a.url), normalizer(viaLoads, b.url)]);
+        let compared = 0;
+        for (const org of everOrgs) {
+          for (const path of routes(org)) {
+            const get = async (server: RunningServer, normalize: (t: string) => string) => {
+              const res = await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${tokens.get(org)}` } });
+              return { status: res.status, type: res.headers.get('content-type'), body: normalize(await res.text()) };
+            };
+            const [x, y] = await Promise.all([get(a, na), get(b, nb)]);
+            expect(x.status, `${step.name}: ${path} status`).to.be.below(500);
+            expect(x, `${step.name}: ${path}`).to.deep.equal(y);
+            compared++;
+          }
+        }
+        expect(compared).to.equal(everOrgs.size * (1 + VIEW_NAMES.length * 8));
+      }
+    });
+  }
+});
