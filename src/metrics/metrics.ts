@@ -7,12 +7,14 @@ import type { QueryPool } from '../pool/query-pool.js';
 import type { RedisConnection } from '../redis.js';
 import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { QueryKind } from '../http/state.js';
+import { rejectedBatchCount } from '../snapshots/snapshot-dir.js';
 
 export interface MetricSources {
   pool: QueryPool;
   cache: ResponseCache;
   snapshots: SnapshotRegistry;
   redis?: RedisConnection;
+  config: { dataDir: string };
 }
 
 /** What one finished request contributes. */
@@ -84,6 +86,20 @@ export class Metrics {
     gauge('explorer_snapshot_age_seconds', 'Seconds since the current snapshot was loaded.', () => {
       const s = snapshots.current;
       return s.status === 'ready' ? (Date.now() - Date.parse(s.snapshot.manifest.createdAt)) / 1000 : Number.NaN;
+    });
+    // Change batches (docs/changes.md): counted as this server sees the snapshots that include them.
+    const batches = new Counter({ name: 'explorer_batches_applied_total', help: 'Change batches included in the snapshots this server switched to.', registers });
+    const delay = new Histogram({
+      name: 'explorer_batch_delay_seconds', help: 'From a change batch\'s arrival (in a spool\'s incoming/, or the start of apply) to its snapshot becoming current.',
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300], registers,
+    });
+    snapshots.onBatches = (applied, manifest) => {
+      batches.inc(applied.length);
+      for (const b of applied) delay.observe(Math.max(0, (Date.parse(manifest.createdAt) - Date.parse(b.arrivedAt)) / 1000));
+    };
+    new Gauge({
+      name: 'explorer_batches_rejected', help: 'Change batches rejected in this DATA_DIR (by apply or ingest), since it was created.', registers,
+      async collect() { this.set(await rejectedBatchCount(sources.config.dataDir)); },
     });
     gauge('explorer_snapshots_retained', 'Snapshots kept as history (SNAPSHOT_KEEP and SNAPSHOT_KEEP_DAYS), the current one included.', () => snapshots.retainedCount);
     new Gauge({

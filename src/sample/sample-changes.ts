@@ -21,6 +21,8 @@ export interface SampleChangesOptions {
   /** Workspaces each batch touches (fewer when the source has fewer). */
   workspaces: number;
   seed: number;
+  /** Only workspaces of these organizations are touched (the bench shapes its batches so); all when absent. */
+  organizations?: ReadonlySet<string>;
   onBatch?: (summary: BatchSummary) => void;
 }
 
@@ -79,13 +81,16 @@ export async function writeSampleChanges(sourceDir: string, outDir: string, opts
   const names = new Set<string>();
   const picked: Row[] = [];
   let latest = 0;
+  let seen = 0;
   await eachRecord(files.workspaces, (r, n) => {
     ids.add(r.id);
     names.add(`${r.organization}\n${r.name}`);
     latest = Math.max(latest, Date.parse(r.updated_at));
+    if (opts.organizations && !opts.organizations.has(r.organization)) return;
+    seen++;
     if (picked.length < wanted) picked.push(r);
     else {
-      const j = Math.floor(rnd() * (n + 1));
+      const j = Math.floor(rnd() * (opts.organizations ? seen : n + 1));
       if (j < wanted) picked[j] = r;
     }
   });

@@ -1,7 +1,7 @@
 // The running server's view of the snapshots: which one is current, who is using which, and switching
 // to a new one (polled, so that every instance on a shared DATA_DIR follows by itself). A request takes
 // a lease on the current snapshot and keeps reading that one even if another becomes current meanwhile.
-import { promises as fs } from 'node:fs';
+import { promises as fs, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
@@ -10,7 +10,7 @@ import { ident, type CompileTarget } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
 import { mergedViewRows } from '../delta-layout.js';
 import {
-  type AccessData, type Retention, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
+  type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
 
 import type { Attachment } from '../../../workers/protocol.js';
@@ -237,6 +237,7 @@ export class SnapshotRegistry {
   private readonly opened = new Map<string, Promise<Snapshot | null>>();
   private pins: Pins | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private watcher: FSWatcher | undefined;
   private checking: Promise<void> | undefined;
 
   constructor(
@@ -251,11 +252,22 @@ export class SnapshotRegistry {
     await this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.pollMs);
     this.timer.unref();
+    // A new CURRENT is noticed at once where the file system says so (inotify on a local disk): a change
+    // batch is meant to show within a second, less than a poll. Polling stays for file systems that do not.
+    try {
+      this.watcher = watch(snapshotsDir(this.dataDir), (_event, name) => { if (name === 'CURRENT') void this.refresh(); });
+      this.watcher.on('error', () => { this.watcher?.close(); this.watcher = undefined; });
+      this.watcher.unref();
+    } catch { /* polling alone: the directory appears with the first load */ }
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.watcher?.close();
   }
+
+  /** Called with the batches each newly current snapshot applied beyond the one before it (metrics). */
+  onBatches?: (batches: AppliedBatch[], snapshot: Manifest) => void;
 
   /** Stops polling and removes this server's links; once nothing reads the snapshots any more (shutdown). */
   async close(): Promise<void> {
@@ -413,6 +425,9 @@ export class SnapshotRegistry {
         this.hold(snapshot);
         this.state = { status: 'ready', snapshot };
         this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
+        const before = new Set((previous?.manifest.batches ?? []).map((b) => `${b.name}\n${b.digest}`));
+        const applied = (snapshot.manifest.batches ?? []).filter((b) => !before.has(`${b.name}\n${b.digest}`));
+        if (previous && applied.length > 0) this.onBatches?.(applied, snapshot.manifest);
       } catch (e) {
         this.state = { status: 'broken', id, error: (e as Error).message };
         this.logger.log('error', 'the current snapshot cannot be opened', { snapshot: id, error: (e as Error).message });
