@@ -1,6 +1,9 @@
 // GET /metrics: off by default, behind METRICS_TOKEN when set, and counting what the service did.
 import { expect } from 'chai';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { recordRejectedBatch } from '../../src/snapshots/snapshot-dir.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
@@ -135,6 +138,31 @@ describe('metrics', () => {
       expect(sample(text, 'explorer_query_timeouts_total', { view: 'providers', kind: 'page' })).to.be.at.least(1);
       expect(sample(text, 'explorer_rate_limited_total')).to.be.at.least(1);
       expect(sample(text, 'explorer_http_requests_total', { status: '429' })).to.be.at.least(1);
+    });
+  });
+
+  describe('change batches', () => {
+    let h: Harness;
+    // No polling: the server must notice the batch's snapshot from the file system's notification alone.
+    before(async () => { h = await startHarness({ env: { METRICS_PUBLIC: '1', SNAPSHOT_POLL_MS: '3600000' } }); });
+    after(async () => { await h.close(); });
+    it('counts batches applied and rejected and their delay from arrival, and serves the new snapshot at once', async () => {
+      const [first] = readFileSync(join(h.dataDir, 'source', 'workspaces.ndjson'), 'utf8').split('\n');
+      const batch = join(h.dataDir, 'batch-renamed');
+      mkdirSync(batch);
+      writeFileSync(join(batch, 'workspaces.ndjson'), JSON.stringify({ ...JSON.parse(first!), name: 'renamed-by-a-batch' }) + '\n');
+      const { manifest } = await applyBatch(batch, { dataDir: h.dataDir, arrivedAt: new Date(Date.now() - 2000) });
+      await waitFor(async () => (await h.explorer('?type=workspaces')).headers.get('x-explorer-snapshot') === manifest.id, 10_000, 'the batch snapshot served');
+      const page = await h.explorer(`?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=renamed-by-a-batch`);
+      expect((await json(page)).data).to.have.length(1);
+      expect(page.headers.get('last-modified')).to.equal(new Date(manifest.createdAt).toUTCString());
+      await recordRejectedBatch(h.dataDir, { name: 'bad', digest: 'x', problems: 2 });
+      const text = await (await h.request('/metrics', { token: null })).text();
+      expect(sample(text, 'explorer_batches_applied_total')).to.equal(1);
+      expect(sample(text, 'explorer_batch_delay_seconds_count')).to.equal(1);
+      expect(sample(text, 'explorer_batch_delay_seconds_sum')).to.be.at.least(2);
+      expect(sample(text, 'explorer_batches_rejected')).to.equal(1);
+      expect(sample(text, 'explorer_snapshot_age_seconds')).to.be.within(0, 60);
     });
   });
 });
