@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load clean bench bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps sample load apply clean bench bench-changes bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -55,7 +55,20 @@ run: build
 	echo; echo "Token for organization acme-corp: $$token"; echo "Try:"; \
 	echo "  curl -s -H 'Authorization: Bearer $$token' 'http://$(HOST):$(PORT)/api/v2/organizations/acme-corp/explorer?type=providers&page%5Bsize%5D=5'"; \
 	echo "Or open http://$(HOST):$(PORT)/explorer and paste the token."; echo
+	@mkdir -p $(DATA_DIR)/spool/incoming
+	@last=$$(ls -d $(DATA_DIR)/sample-source/day-* 2>/dev/null | tail -n 1); \
+	echo "Change batches: an ingest follower applies every batch directory renamed into $(DATA_DIR)/spool/incoming/"; \
+	echo "(its log: $(DATA_DIR)/ingest.log). Try:"; \
+	echo "  $(EXPLORER) sample-changes $${last:-<the loaded source>} $(DATA_DIR)/spool/new --batches 3 --workspaces 20"; \
+	echo "  mv $(DATA_DIR)/spool/new/batch-0001 $(DATA_DIR)/spool/incoming/"; echo
+	@$(EXPLORER) ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
+	trap 'kill $$ingest 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	$(EXPLORER) serve
+
+# Applies one change batch to the current snapshot (docs/changes.md): make apply BATCH=<dir>
+apply: build
+	@test -n "$(BATCH)" || { echo "usage: make apply BATCH=<batch directory>"; exit 2; }
+	$(EXPLORER) apply $(BATCH)
 
 clean:
 	rm -rf dist
@@ -65,8 +78,13 @@ clean:
 # the loaded snapshot; BENCH_SCENARIOS=A,C picks scenarios of bench/run.ts.
 bench: build
 	node dist/bench/run.js
+	node dist/bench/changes.js
 	node dist/bench/history.js
 	node dist/bench/scale.js
+
+# The change-batch scenarios K1–K5 (docs/changes.md) on the bench snapshot; writes its batches once.
+bench-changes: build
+	node dist/bench/changes.js
 
 # H alone: the small-organization page on 100k-, 1M- and 5M-workspace snapshots (bench/scale.ts).
 bench-scale: build

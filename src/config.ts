@@ -44,6 +44,8 @@ export interface Config {
   snapshotKeepDays: number;
   /** How long a load waits for another writer of DATA_DIR before it gives up. */
   writerWaitMs: number;
+  /** The `ingest` follower's CPU niceness (0–19): above the servers', so that they keep their pace. */
+  ingestNice: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
 }
@@ -53,6 +55,12 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}; got ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+function niceness(env: NodeJS.ProcessEnv): number {
+  const nice = int(env, 'INGEST_NICE', 10, 0);
+  if (nice > 19) throw new Error(`INGEST_NICE must be 0 to 19; got ${nice}`);
+  return nice;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -90,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     snapshotKeep: int(env, 'SNAPSHOT_KEEP', DEFAULT_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP),
     snapshotKeepDays: int(env, 'SNAPSHOT_KEEP_DAYS', DEFAULT_SNAPSHOT_KEEP_DAYS, 0),
     writerWaitMs: int(env, 'WRITER_WAIT_MS', DEFAULT_WRITER_WAIT_MS, 0),
+    ingestNice: niceness(env),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

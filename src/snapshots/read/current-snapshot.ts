@@ -215,7 +215,7 @@ function deltaTarget(view: string, organization: string, baseAlias: string, delt
     const csvLines = manifest.csvLines?.[view];
     return { ...common, relation: `"${deltaAlias}".${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
-  return { ...common, relation: mergedViewRows(`"${baseAlias}"`, `"${deltaAlias}"`, view), rowid: ident(POSITION_COLUMN) };
+  return { ...common, relation: mergedViewRows(`"${baseAlias}"`, `"${deltaAlias}"`, view, common.organizationKey), rowid: ident(POSITION_COLUMN) };
 }
 
 export class SnapshotRegistry {

@@ -71,16 +71,18 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
     const prev = input.deltaPath ? 'prev' : null;
+    const form = await all(`SELECT count(*) FROM duckdb_columns() WHERE database_name = 'base' AND table_name = 'source_providers' AND column_name = 'organization'`);
+    if (Number(form[0]![0]) === 0) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
     for (const kind of [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[]) {
       await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState('base', prev, kind)}`);
     }
-    await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT * FROM prev.replaced_workspaces'
+    await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
 
     // The batch, staged as a load stages a source (the view statements read src_*), and in the stored
     // source state's shape (bs.source_*).
     const files = sourceFiles(input.batchDir);
-    for (const sql of stagingStatements(files)) await run(sql);
+    for (const sql of stagingStatements(files, 1)) await run(sql);
     await run(`ATTACH ':memory:' AS bs`);
     for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
     const deletions = [join(input.batchDir, 'deletions.ndjson'), join(input.batchDir, 'deletions.ndjson.gz')];
@@ -93,13 +95,17 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // What the batch replaces.
     await run(`CREATE TEMP TABLE del_orgs AS SELECT name FROM b_deletions WHERE kind = 'organization'`);
     await run(`CREATE TEMP TABLE del_teams AS SELECT organization, name FROM b_deletions WHERE kind = 'team'`);
+    const count = async (sql: string) => Number((await all(sql))[0]![0]);
+    // Each step that reads every workspace of S runs only when the batch asks for it: most batches only upsert.
+    const deletesWorkspaces = (await count(`SELECT count(*) FROM b_deletions WHERE kind IN ('workspace', 'organization')`)) > 0;
     await run(`CREATE TEMP TABLE gone_ws AS SELECT organization, id FROM ${cur('workspaces')}
-      WHERE id IN (SELECT id FROM b_deletions WHERE kind = 'workspace') OR organization IN (SELECT name FROM del_orgs)`);
+      WHERE ${deletesWorkspaces ? `id IN (SELECT id FROM b_deletions WHERE kind = 'workspace') OR organization IN (SELECT name FROM del_orgs)` : 'false'}`);
     await run(`CREATE TEMP TABLE renamed_projects AS SELECT b.id FROM bs.source_projects b JOIN ${cur('projects')} c ON c.id = b.id WHERE b.name IS DISTINCT FROM c.name`);
     await run(`CREATE TEMP TABLE reided_orgs AS SELECT b.name FROM bs.source_organizations b JOIN ${cur('organizations')} c ON c.name = b.name WHERE b.id IS DISTINCT FROM c.id`);
+    const patches = (await count('SELECT (SELECT count(*) FROM renamed_projects) + (SELECT count(*) FROM reided_orgs)')) > 0;
     await run(`CREATE TEMP TABLE patched_ws AS SELECT * FROM ${cur('workspaces')} w
-      WHERE w.id NOT IN (SELECT id FROM gone_ws) AND w.id NOT IN (SELECT id FROM bs.source_workspaces)
-        AND (w.project_id IN (SELECT id FROM renamed_projects) OR w.organization IN (SELECT name FROM reided_orgs))`);
+      WHERE ${patches ? `w.id NOT IN (SELECT id FROM gone_ws) AND w.id NOT IN (SELECT id FROM bs.source_workspaces)
+        AND (w.project_id IN (SELECT id FROM renamed_projects) OR w.organization IN (SELECT name FROM reided_orgs))` : 'false'}`);
     await run(`CREATE TEMP TABLE replaced_new AS SELECT organization, id FROM gone_ws
       UNION SELECT organization, id FROM bs.source_workspaces UNION SELECT organization, id FROM patched_ws`);
     await run(`CREATE TEMP TABLE touched AS SELECT organization AS name FROM replaced_new
@@ -120,7 +126,6 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       OR EXISTS (SELECT 1 FROM bs.source_teams b WHERE b.organization = t.organization AND b.name = t.${name})`;
     await stored('source_teams', `SELECT * FROM ${cur('teams')} t WHERE NOT (${teamGone('name')}) UNION ALL SELECT * FROM bs.source_teams`);
     await stored('source_team_members', `SELECT * FROM ${cur('team_members')} t WHERE NOT (${teamGone('team')}) UNION ALL SELECT * FROM bs.source_team_members`);
-    await stored('replaced_workspaces', 'SELECT organization, id FROM cur_replaced UNION SELECT organization, id FROM replaced_new');
     for (const [kind, column] of Object.entries(WORKSPACE_STATE)) {
       const table = `source_${kind}`;
       const kept = prev ? `SELECT * FROM prev.${table} WHERE ${column} NOT IN (SELECT id FROM replaced_new)` : `SELECT * FROM bs.${table} WHERE false`;
@@ -136,6 +141,14 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     for (const [name] of await all('SELECT name FROM out.source_organizations ORDER BY name')) {
       if (organizationKeys[name as string] === undefined) organizationKeys[name as string] = next++;
     }
+    // Replaced workspaces by organization key (the keys of S for deleted organizations; none for one deleted by
+    // an earlier batch, whose workspaces stay replaced for the source state), the order reads look them up in.
+    await run('CREATE TEMP TABLE all_keys (name VARCHAR, k INTEGER)');
+    const allKeys = await db.createAppender('all_keys');
+    for (const [name, k] of Object.entries({ ...input.current.organizationKeys, ...organizationKeys })) { allKeys.appendVarchar(name); allKeys.appendInteger(k); allKeys.endRow(); }
+    allKeys.closeSync();
+    await stored('replaced_workspaces', `SELECT k.k AS _org_key, r.organization, r.id
+      FROM (SELECT organization, id FROM cur_replaced UNION SELECT organization, id FROM replaced_new) r LEFT JOIN all_keys k ON k.name = r.organization`);
     // The view statements read the context of S': its organizations, projects and keys.
     await run('DROP TABLE src_organizations');
     await run('DROP TABLE src_projects');
@@ -143,9 +156,9 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await run('CREATE TEMP TABLE src_organizations AS SELECT name, id FROM out.source_organizations');
     await run('CREATE TEMP TABLE src_projects AS SELECT id, organization, name FROM out.source_projects');
     await run('CREATE TEMP TABLE org_keys (name VARCHAR, k INTEGER)');
-    const keys = await db.createAppender('org_keys');
-    for (const [name, k] of Object.entries(organizationKeys)) { keys.appendVarchar(name); keys.appendInteger(k); keys.endRow(); }
-    keys.closeSync();
+    const appender = await db.createAppender('org_keys');
+    for (const [name, k] of Object.entries(organizationKeys)) { appender.appendVarchar(name); appender.appendInteger(k); appender.endRow(); }
+    appender.closeSync();
     await fillVersionKeys(db);
 
     const statements = new Map(viewStatements().map((v) => [v.view, v]));
@@ -169,7 +182,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       const sortFields = new Set(sortKeys(catalogFor().view(view)!, catalogFor().view(view)!.defaultSort).map((k) => k.field.column));
       if (context.some((f) => sortFields.has(declaredColumn(f)))) throw new Error(`${view}: a field taken from the project or organization is in the default order`);
       const projectField = VIEW_DECLS.find((d) => d.name === view)!.fields.find((f) => f.build === 'w.project_id');
-      if (context.length > 0) {
+      if (context.length > 0 && patches) {
         if (!projectField) throw new Error(`${view}: the project of a row is not one of its fields`);
         await run(`CREATE TEMP TABLE patch_sorted AS SELECT t.* EXCLUDE (${derived.map(ident).join(', ')})
             REPLACE (${context.map((f) => `${f.build} AS ${ident(declaredColumn(f))}`).join(', ')})
@@ -192,10 +205,15 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
     const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build)).map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
     for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
+    // The touched organizations' keys and names written out (ours, never a client's): a constant filter is
+    // what lets the scans of the base skip every other organization's row groups.
+    const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
+    const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
+    const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
     await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows('base', 'out', 'workspaces')} t
-      WHERE t._org IN (SELECT name FROM agg_orgs)`);
+      WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`);
     for (const kind of ['providers', 'modules'] as const) {
-      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState('base', 'out', kind)} u WHERE u.workspace_id IN (SELECT id FROM src_workspaces)`);
+      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState('base', 'out', kind)} u WHERE u.organization IN (${names})`);
     }
     await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
       UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
@@ -229,7 +247,6 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       rows[view] = Object.values(counts).reduce((a, b) => a + b, 0);
     }
 
-    const count = async (sql: string) => Number((await all(sql))[0]![0]);
     const counts: Record<SourceFile, number> = {
       organizations: await count('SELECT count(*) FROM out.source_organizations'),
       projects: await count('SELECT count(*) FROM out.source_projects'),

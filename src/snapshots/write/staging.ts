@@ -36,7 +36,8 @@ function raw(file: SourceFile, path: string | undefined): string {
   return `(SELECT unnest(NULL::STRUCT(${struct})) WHERE false)`;
 }
 
-export function stagingStatements(files: Partial<Record<SourceFile, string>>): string[] {
+/** `slices`: how many slices of the workspaces each list is built in (a change batch's few need one). */
+export function stagingStatements(files: Partial<Record<SourceFile, string>>, slices = LIST_SLICES): string[] {
   // `curated` is no key: rows that agree on every key are one row, curated when any of them is (interface §3).
   const usage = (file: 'workspace_providers' | 'workspace_modules', table: string) => `
     CREATE TABLE ${table} AS SELECT workspace_id, name, source, ${opt('version')} AS version, ${opt('registry_type')} AS registry_type,
@@ -45,11 +46,11 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>): s
     GROUP BY ALL`;
   // A list() aggregate's states are not spilled to disk: over 5M workspaces at once they outgrew the
   // loader's memory limit. Built a slice of the workspaces at a time, each slice's states are a fraction.
-  const list = (table: string, usageTable: string) => Array.from({ length: LIST_SLICES }, (_, slice) => `
+  const list = (table: string, usageTable: string) => Array.from({ length: slices }, (_, slice) => `
     ${slice === 0 ? `CREATE TABLE ${table} AS` : `INSERT INTO ${table}`}
     SELECT workspace_id, count(*) AS n, array_to_string(list_sort(list(element)), ', ') AS list
     FROM (SELECT DISTINCT workspace_id, source || coalesce('@' || version, '') AS element FROM ${usageTable}
-      WHERE hash(workspace_id) % ${LIST_SLICES} = ${slice})
+      WHERE hash(workspace_id) % ${slices} = ${slice})
     GROUP BY workspace_id`);
   return [
     `CREATE TABLE src_organizations AS SELECT name, ${opt('id')} AS id FROM ${raw('organizations', files.organizations)}`,
@@ -106,8 +107,10 @@ export function sourceStateStatements(files: Partial<Record<SourceFile, string>>
     table('organizations', 'SELECT name, id FROM src_organizations'),
     table('projects', 'SELECT organization, id, name FROM src_projects'),
     table('workspaces', 'SELECT organization, id, project_id, name FROM src_workspaces'),
-    table('providers', 'SELECT * FROM src_providers'),
-    table('modules', 'SELECT * FROM src_modules'),
+    // With their workspace's organization first: a batch reads the rows of the organizations it touches,
+    // which this order keeps together (zone maps skip the rest).
+    table('providers', 'SELECT w.organization, u.* FROM src_providers u JOIN src_workspaces w ON w.id = u.workspace_id'),
+    table('modules', 'SELECT w.organization, u.* FROM src_modules u JOIN src_workspaces w ON w.id = u.workspace_id'),
     table('teams', `SELECT organization, name, coalesce(read_workspaces, false) AS read_workspaces, coalesce(read_projects, false) AS read_projects
        FROM ${raw('teams', files.teams)}`),
     table('team_members', `SELECT organization, team, "user" FROM ${raw('team_members', files.team_members)}`),

@@ -1,0 +1,222 @@
+// make bench-changes: the change-batch scenarios (docs/changes.md, docs/performance.md) on the bench snapshot
+// of `make bench` ($BENCH_DIR, loaded first by `make bench` or here if absent). The batches come from the bench
+// source, shaped as the scenarios say: K1's touch 10 workspaces of small organizations, K2's 1,000 of 100
+// organizations, the largest among them. Every scenario runs against a copy of the bench data directory
+// whose snapshot files are hard links (no disk), with a server process serving it and an `ingest` follower.
+//
+// K1  10 batches of K1's shape (small organizations other than K2's) through the follower: arrival in incoming/ → the server answers from the new snapshot
+// K1′ the same through `npm run -s explorer -- apply` (the command's start included)
+// K3  B (small-organization pages, 16 connections, every request distinct) alone, then while 20 batches of
+//     K2's shape apply back to back through the follower: throughput ratio and errors
+// K2  those 20 batches' delays (arrival → answered), with the parts the follower logs and its CPU per batch
+// K4  A and B after the batches ÷ the same on the base snapshot (a full load of the same data, minus the
+//     20,000 changed workspaces: the resulting source itself is not at hand as a directory)
+// K5  disk of the retained batch snapshots (hard links counted once) ÷ the base snapshot
+// Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15).
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, linkSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { issueToken } from '../src/access/tokens.js';
+import { loadConfig } from '../src/config.js';
+import { openInstance } from '../src/duckdb/open-instance.js';
+import { writeSampleChanges } from '../src/sample/sample-changes.js';
+import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
+import { openStateStore } from '../src/store/open-store.js';
+import { CLI, cpuSeconds, ensureSample, percentile, ROOT, startServerProcess, stopServerProcess, timedLoad } from './lib.js';
+
+const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
+const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
+const SOURCE = join(BENCH_DIR, 'source');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const WORK = join(BENCH_DIR, 'changes');
+const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
+const log = (m: string) => console.error(`[bench-changes] ${m}`);
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Row { scenario: string; what: string; measured: string; target: string; pass: boolean | null }
+const rows: Row[] = [];
+
+/** Organizations of the bench snapshot with their workspaces, largest first. */
+async function organizations(dir: string): Promise<{ name: string; workspaces: number }[]> {
+  const db = await openInstance(':memory:');
+  const c = await db.connect();
+  const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC, 1`);
+  c.closeSync();
+  db.closeSync();
+  return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
+}
+
+/** A data directory whose snapshot is the bench's current one, its files hard links. */
+function linkedCopy(dir: string, id: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'snapshots', id), { recursive: true });
+  for (const name of readdirSync(snapshotPath(BENCH_DIR, id))) linkSync(join(snapshotPath(BENCH_DIR, id), name), join(dir, 'snapshots', id, name));
+  writeFileSync(join(dir, 'snapshots', 'CURRENT'), `${id}\n`);
+}
+
+/** The organization of the first workspace a batch upserts. */
+const batchOrganization = (batch: string) => JSON.parse(readFileSync(join(batch, 'workspaces.ndjson'), 'utf8').split('\n')[0]!).organization as string;
+
+async function main(): Promise<void> {
+  await ensureSample(SOURCE, { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true }, log);
+  if ((await readCurrentId(BENCH_DIR)) === null) {
+    log('loading the bench source');
+    await timedLoad(SOURCE, BENCH_DIR);
+  }
+  const baseId = (await readCurrentId(BENCH_DIR))!;
+  const orgs = await organizations(snapshotPath(BENCH_DIR, baseId));
+  const small = orgs.filter((o) => o.workspaces <= 500);
+  const hundred = new Set([orgs[0]!.name, ...small.slice(0, 99).map((o) => o.name)]);
+  const batches = join(BENCH_DIR, 'batches');
+  if (!existsSync(join(batches, 'k2', 'batch-0020'))) {
+    log('writing the batches from the bench source');
+    rmSync(batches, { recursive: true, force: true });
+    await writeSampleChanges(SOURCE, join(batches, 'k1'), { batches: 20, workspaces: 10, seed: 21, organizations: new Set(small.slice(99).map((o) => o.name)) });
+    await writeSampleChanges(SOURCE, join(batches, 'k2'), { batches: 20, workspaces: 1000, seed: 22, organizations: hundred });
+  }
+  linkedCopy(WORK, baseId);
+  const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
+  const tokens = new Map<string, string>();
+  for (const o of [orgs[0]!, ...small]) tokens.set(o.name, (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench' })).token);
+  await store.close();
+  cpSync(join(WORK, 'state'), join(BENCH_DIR, 'state-changes'), { recursive: true });
+
+  const env = { RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0' };
+  const server = await startServerProcess({ ...env, DATA_DIR: WORK });
+  const spool = join(WORK, 'spool');
+  mkdirSync(join(spool, 'incoming'), { recursive: true });
+  const logged: Record<string, any>[] = [];
+  const follower: ChildProcess = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: WORK }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  follower.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+      const line = out.slice(0, i);
+      out = out.slice(i + 1);
+      if (line.startsWith('{')) logged.push(JSON.parse(line));
+    }
+  });
+
+  /** The snapshot the server answers a page of `org` from. */
+  const served = async (org: string) => (await fetch(`${server.url}/api/v2/organizations/${org}/explorer?type=workspaces&page%5Bsize%5D=1`,
+    { headers: { Authorization: `Bearer ${tokens.get(org)}` } })).headers.get('x-explorer-snapshot');
+  /** Seconds from now until the server answers `org` from a snapshot other than `before`. */
+  const untilServed = async (org: string, before: string | null, started: number) => {
+    for (;;) {
+      if ((await served(org)) !== before) return (performance.now() - started) / 1000;
+      await sleep(10);
+    }
+  };
+  /** Drops a batch into the spool as a producer does (a copy beside, then a rename) and times it until answered. */
+  const viaFollower = async (batch: string, name: string) => {
+    const org = batchOrganization(batch);
+    const before = await served(org);
+    cpSync(batch, join(spool, `.writing-${name}`), { recursive: true });
+    const started = performance.now();
+    renameSync(join(spool, `.writing-${name}`), join(spool, 'incoming', name));
+    return untilServed(org, before, started);
+  };
+
+  try {
+    // K1: small batches through the follower.
+    const k1: number[] = [];
+    for (let i = 1; i <= 10; i++) k1.push(await viaFollower(join(batches, 'k1', `batch-${String(i).padStart(4, '0')}`), `k1-${i}`));
+    const k1Logs = logged.filter((l) => l.message === 'batch applied');
+    rows.push({ scenario: 'K1', what: '10 batches of 10 workspaces in small organizations, arrival in incoming/ → the server answers from the new snapshot',
+      measured: `max ${round(Math.max(...k1), 2)} s, p50 ${round(percentile(k1, 50), 2)} s; apply p50 ${round(percentile(k1Logs.map((l) => l.seconds), 50), 2)} s (validate ${round(percentile(k1Logs.map((l) => l.phases.validate), 50), 2)}, write ${round(percentile(k1Logs.map((l) => l.phases.write), 50), 2)}, switch ${round(percentile(k1Logs.map((l) => l.phases.switch), 50), 2)})`,
+      target: 'max ≤ 1 s', pass: Math.max(...k1) <= 1 });
+
+    // K1′: the same through the command.
+    const k1c: number[] = [];
+    for (let i = 11; i <= 20; i++) {
+      const batch = join(batches, 'k1', `batch-${String(i).padStart(4, '0')}`);
+      const org = batchOrganization(batch);
+      const before = await served(org);
+      const started = performance.now();
+      execFileSync('npm', ['run', '-s', 'explorer', '--', 'apply', batch], { cwd: ROOT, env: { ...process.env, DATA_DIR: WORK }, stdio: 'ignore' });
+      k1c.push(await untilServed(org, before, started));
+    }
+    rows.push({ scenario: "K1′", what: 'K1 through `npm run -s explorer -- apply`, its start included', measured: `max ${round(Math.max(...k1c), 2)} s, p50 ${round(percentile(k1c, 50), 2)} s`, target: 'max ≤ 1.5 s', pass: Math.max(...k1c) <= 1.5 });
+
+    // K3's baseline: B with nothing applying.
+    const smallTokens = small.slice(0, 300).map((o) => ({ org: o.name, token: tokens.get(o.name)! }));
+    let distinct = 0;
+    const bRun = (url: string, seconds: number) => autocannon({
+      url, connections: 16, duration: seconds,
+      requests: [{ setupRequest: (req: any) => {
+        const pick = smallTokens[Math.floor(Math.random() * smallTokens.length)]!;
+        return { ...req, path: `/api/v2/organizations/${pick.org}/explorer?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`, headers: { Authorization: `Bearer ${pick.token}` } };
+      } }],
+    } as autocannon.Options);
+    await bRun(server.url, 3);
+    const alone = await bRun(server.url, SECONDS);
+
+    // K2 and K3: the 1,000-workspace batches back to back through the follower while B runs throughout.
+    const cpuBefore = cpuSeconds(follower.pid!);
+    const k2: number[] = [];
+    const firstK2 = logged.length;
+    let applying = true;
+    const loads: autocannon.Result[] = [];
+    const load = (async () => { while (applying) loads.push(await bRun(server.url, 5)); })();
+    for (let i = 1; i <= 20; i++) k2.push(await viaFollower(join(batches, 'k2', `batch-${String(i).padStart(4, '0')}`), `k2-${i}`));
+    applying = false;
+    await load;
+    const cpu = (cpuSeconds(follower.pid!) - cpuBefore) / 20;
+    const k2Logs = logged.slice(firstK2).filter((l) => l.message === 'batch applied');
+    const p50 = (key: string) => round(percentile(k2Logs.map((l) => l.phases[key]), 50), 2);
+    const applyP50 = percentile(k2Logs.map((l) => l.seconds), 50);
+    rows.push({ scenario: 'K2', what: '20 batches of 1,000 workspaces over 100 organizations (the largest included, resources replaced), arrival → answered, B running',
+      measured: `p50 ${round(percentile(k2, 50), 2)} s, max ${round(Math.max(...k2), 2)} s; apply p50 ${round(applyP50, 2)} s: validate ${p50('validate')}, write ${p50('write')}, switch ${p50('switch')}, first answer ${round(percentile(k2, 50) - applyP50, 2)}; follower CPU ${round(cpu, 2)} s per batch`,
+      target: 'p50 ≤ 10 s', pass: percentile(k2, 50) <= 10 });
+    const during = loads.reduce((a, r) => a + r.requests.total, 0) / loads.reduce((a, r) => a + r.duration, 0);
+    const errors = loads.reduce((a, r) => a + r.errors + r.non2xx, 0);
+    rows.push({ scenario: 'K3', what: 'B while those batches apply back to back ÷ B with nothing applying', measured: `${round(during)} ÷ ${round(alone.requests.average)} req/s = ${round(during / alone.requests.average, 2)}; ${errors} errors`,
+      target: '≥ 0.7, 0 errors', pass: during / alone.requests.average >= 0.7 && errors === 0 && alone.non2xx === 0 });
+
+    // K4: A and B after the batches ÷ the same on the base snapshot.
+    const aRun = (url: string) => autocannon({ url: `${url}/api/v2/organizations/${orgs[0]!.name}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(orgs[0]!.name)}` }, connections: 1, duration: SECONDS } as autocannon.Options);
+    await aRun(server.url);
+    const aAfter = await aRun(server.url);
+    const bAfter = await bRun(server.url, SECONDS);
+    await stopServerProcess(server.child);
+    const base = join(BENCH_DIR, 'changes-base');
+    linkedCopy(base, baseId);
+    cpSync(join(BENCH_DIR, 'state-changes'), join(base, 'state'), { recursive: true });
+    const baseServer = await startServerProcess({ ...env, DATA_DIR: base });
+    await aRun(baseServer.url);
+    const aBase = await aRun(baseServer.url);
+    const bBase = await bRun(baseServer.url, SECONDS);
+    await stopServerProcess(baseServer.child);
+    rmSync(base, { recursive: true, force: true });
+    const aRatio = aAfter.latency.p50 / aBase.latency.p50;
+    const bRatio = bBase.requests.average / bAfter.requests.average;
+    rows.push({ scenario: 'K4', what: 'after 30 batches ÷ on the base snapshot: A p50, and B\'s time per request (1 / req/s)',
+      measured: `A ${aAfter.latency.p50} ÷ ${aBase.latency.p50} ms = ${round(aRatio, 2)}; B ${round(bAfter.requests.average)} vs ${round(bBase.requests.average)} req/s = ${round(bRatio, 2)}`,
+      target: '≤ 1.2', pass: aRatio <= 1.2 && bRatio <= 1.2 });
+
+    // K5: disk.
+    const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString().split('\t')[0]);
+    const ids = await listSnapshotIds(WORK);
+    const all = kb(join(WORK, 'snapshots'));
+    const one = kb(snapshotPath(BENCH_DIR, baseId));
+    const deltas = ids.map((id) => (existsSync(join(snapshotPath(WORK, id), 'delta.duckdb')) ? statSync(join(snapshotPath(WORK, id), 'delta.duckdb')).size : 0));
+    rows.push({ scenario: 'K5', what: `disk of the ${ids.length} retained snapshots (hard links once) ÷ the base snapshot`,
+      measured: `${round(all / 1e6, 2)} ÷ ${round(one / 1e6, 2)} GB = ${round(all / one, 2)}; deltas ${round(Math.min(...deltas) / 1e6)}–${round(Math.max(...deltas) / 1e6)} MB`,
+      target: '≤ 1.3', pass: all / one <= 1.3 });
+  } finally {
+    follower.kill('SIGTERM');
+    await stopServerProcess(server.child).catch(() => null);
+  }
+
+  console.log('| # | scenario | measured | target | ok |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.scenario} | ${r.what} | ${r.measured} | ${r.target} | ${r.pass === null ? '–' : r.pass ? 'yes' : 'NO'} |`);
+  const file = join(ROOT, 'bench', 'results', `changes-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ rows }, null, 2));
+  console.log(`\nwritten ${file}`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
