@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import {
-  BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
+  BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest,
 } from '../snapshot-dir.js';
 import { DELTA_FILE } from '../delta-layout.js';
@@ -109,7 +109,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
 
     await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
     const delta = await buildDelta({
-      batchDir: dir, current, basePath, deltaPath, outPath: join(tmp, DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
+      batchDir: dir, current, currentAccess: await readAccess(opts.dataDir, currentId), basePath, deltaPath, outPath: join(tmp, DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
       memoryLimit: opts.memoryLimit, threads: opts.threads,
     });
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });

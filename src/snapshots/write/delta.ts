@@ -21,6 +21,8 @@ export interface DeltaInput {
   batchDir: string;
   /** The current snapshot: its manifest, and the paths of its base DuckDB file and of its delta, if any. */
   current: Manifest;
+  /** Who may read what in the current snapshot: the new one's, unless the batch changes organizations or teams. */
+  currentAccess: AccessData;
   basePath: string;
   deltaPath: string | null;
   /** The new delta file, and a directory for DuckDB's spills. */
@@ -203,10 +205,13 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // workspaces view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
     await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
     const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
-    const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build)).map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
+    // Only the columns the grouped views read: the workspaces view is wide, and these scans read every workspace.
+    const grouped = VIEW_DECLS.filter((d) => !workspaceColumn(d.name)).map((d) => d.from).join('\n');
+    const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build) && new RegExp(`\\b${f.build.slice(2)}\\b`).test(grouped))
+      .map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
     for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
-    // The touched organizations' keys and names written out (ours, never a client's): a constant filter is
-    // what lets the scans of the base skip every other organization's row groups.
+    // The touched organizations' keys and names written out (ours, never a client's) as constant lists, which
+    // DuckDB tests in the scans themselves.
     const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
     const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
     const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
@@ -251,13 +256,19 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       organizations: await count('SELECT count(*) FROM out.source_organizations'),
       projects: await count('SELECT count(*) FROM out.source_projects'),
       workspaces: rows.workspaces ?? 0,
-      workspace_providers: await count(`SELECT count(*) FROM ${mergedState('base', 'out', 'providers')}`),
-      workspace_modules: await count(`SELECT count(*) FROM ${mergedState('base', 'out', 'modules')}`),
+      // S's rows, less those of the workspaces this batch replaced, plus theirs in S' (the delta's rows of them).
+      workspace_providers: (input.current.counts.workspace_providers ?? 0) - await count(`SELECT count(*) FROM ${cur('providers')} WHERE workspace_id IN (SELECT id FROM replaced_new)`)
+        + await count('SELECT count(*) FROM out.source_providers WHERE workspace_id IN (SELECT id FROM replaced_new)'),
+      workspace_modules: (input.current.counts.workspace_modules ?? 0) - await count(`SELECT count(*) FROM ${cur('modules')} WHERE workspace_id IN (SELECT id FROM replaced_new)`)
+        + await count('SELECT count(*) FROM out.source_modules WHERE workspace_id IN (SELECT id FROM replaced_new)'),
       workspace_resources: rows.resources ?? 0,
       teams: await count('SELECT count(*) FROM out.source_teams'),
       team_members: await count('SELECT count(*) FROM out.source_team_members'),
     };
-    const access = accessOf(
+    // Who may read what changes only with organizations and teams.
+    const accessChanged = await count(`SELECT (SELECT count(*) FROM bs.source_organizations) + (SELECT count(*) FROM bs.source_teams)
+      + (SELECT count(*) FROM b_deletions WHERE kind IN ('organization', 'team'))`) > 0;
+    const access = !accessChanged ? input.currentAccess : accessOf(
       (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
       (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
       (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
