@@ -1,26 +1,34 @@
 // The contract between the change-batch writer (write/apply.ts) and the readers (the server's registry, the
 // batch validator's state): what a batch snapshot's delta file holds and how its rows merge with the base's.
 //
-// A delta is cumulative: it holds everything the batches since the base changed, so a read merges two files,
-// never a chain. In it:
-//   replaced_workspaces (_org_key,           every workspace whose base rows no longer stand: changed,
-//     organization, id)
-//                                            deleted, or whose project or organization changed a value its
+// A snapshot reads a stack of at most three layers: the base, an older delta (`major.duckdb`) and a newer one
+// (`delta.duckdb`). Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
+// so its cost follows what changed since the older one; once the newer delta holds enough workspaces
+// (apply.ts FOLD_WORKSPACES) a batch folds it into a new older delta instead. A delta holds:
+//   replaced_workspaces                       every workspace whose rows below no longer stand: changed,
+//     (_org_key, organization, id)            deleted, or whose project or organization changed a value its
 //                                            rows carry
 //   <view> for views with rows per workspace  the current rows of those workspaces that exist
-//   <view> for views grouped across them      every row of each organization in deltaOrganizations
+//   <view> for views grouped across them      every row of each organization it holds
+//   held_organizations (name)                 the organizations whose rows it holds (whole or in part)
 //   source_organizations, source_projects,    the whole source state of these (small) kinds
 //   source_teams, source_team_members
 //   source_workspaces, source_providers,      the replaced workspaces' current source state
 //   source_modules
-// View tables have the base's columns; their rows are stored in the base's order (organization key, then the
-// view's default order), with positions (`_pos`) above every base position.
+// View tables have the base's columns and are a series of runs, one per batch: the rows a batch wrote, in the
+// base's order (organization key, then the view's default order), after the earlier batches' rows that still
+// stand. An organization of a grouped view lies whole, in order, in one run. Positions (`_pos`) are unique
+// across the layers: the n-th batch since the load numbers its rows from DELTA_POSITION_BASE + n × BATCH_POSITIONS.
 import { workspaceColumn } from '../catalog/catalog.js';
 import { ident } from '../query/compile.js';
 
 export const DELTA_FILE = 'delta.duckdb';
-/** A delta row's position is this plus its rowid in the delta's table: no base row has one so high. */
+/** The older, larger delta a snapshot may also read (delta-layout above): a small delta folded into it. */
+export const MAJOR_FILE = 'major.duckdb';
+/** Delta positions start here, above every base position. */
 export const DELTA_POSITION_BASE = 2 ** 40;
+/** Positions each batch numbers its rows in (the n-th batch since the load: from DELTA_POSITION_BASE + n × this). */
+export const BATCH_POSITIONS = 2 ** 24;
 /** Source-state kinds a delta stores whole. */
 export const WHOLE_STATE = ['organizations', 'projects', 'teams', 'team_members'] as const;
 /** Source-state kinds a delta stores for its replaced workspaces only, by the column naming the workspace. */
@@ -28,31 +36,38 @@ export const WORKSPACE_STATE = { workspaces: 'id', providers: 'workspace_id', mo
 export type StateKind = (typeof WHOLE_STATE)[number] | keyof typeof WORKSPACE_STATE;
 
 /**
- * The base rows whose workspace the delta (alias `delta`) replaced, left out of `rows` (whose workspace is in
- * `column`). With an organization's key, only that organization's replaced workspaces are looked up: the
- * table is stored in key order, so the lookup reads a few row groups instead of every replaced workspace.
+ * `rows` of one layer less those whose workspace (in `column`) a later layer replaced. With an organization's
+ * key, only that organization's replaced workspaces are looked up: the tables are stored in key order, so
+ * the lookup reads a few row groups instead of every replaced workspace.
  */
-const standing = (rows: string, column: string, delta: string, organizationKey?: number) =>
-  `SELECT * FROM ${rows} b WHERE NOT EXISTS (SELECT 1 FROM ${delta}.replaced_workspaces r WHERE r.id = b.${ident(column)}${
-    organizationKey === undefined ? '' : ` AND r._org_key = ${Math.trunc(organizationKey)}`})`;
+const standing = (rows: string, column: string, later: readonly string[], organizationKey?: number) =>
+  `SELECT * FROM ${rows} b WHERE ${later.map((delta) => `NOT EXISTS (SELECT 1 FROM ${delta}.replaced_workspaces r WHERE r.id = b.${ident(column)}${
+    organizationKey === undefined ? '' : ` AND r._org_key = ${Math.trunc(organizationKey)}`})`).join(' AND ')}`;
 
 /**
- * The rows of `view` as base and delta give them together, for a view with rows per workspace: the base's
- * that stand, then the delta's. `base` and `delta` are the attached databases' aliases. Given the key of
- * the one organization a read is about (a number from the manifest, never a client's), only its replaced
- * workspaces are looked up.
+ * The rows of `view`, a view with rows per workspace, as a stack of layers gives them (`layers`: the
+ * attached aliases, the base first, then each delta, older first): each layer's rows that no later layer
+ * replaced. Given the key of the one organization a read is about (a number from the manifest, never a
+ * client's), only its replaced workspaces are looked up.
  */
-export function mergedViewRows(base: string, delta: string, view: string, organizationKey?: number): string {
+export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: number): string {
   const column = workspaceColumn(view);
   if (!column) throw new Error(`view ${view} has no rows per workspace`);
-  return `(${standing(`${base}.${ident(view)}`, column, delta, organizationKey)}\n  UNION ALL SELECT * FROM ${delta}.${ident(view)})`;
+  return `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${ident(view)}`
+    : standing(`${layer}.${ident(view)}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
 }
 
-/** The source state of `kind` as base and delta (null: none) give them together. */
-export function mergedState(base: string, delta: string | null, kind: StateKind): string {
+/** The rows of `view`, a view grouped across workspaces: each organization's from the newest layer that holds it. */
+export function mergedGroupedRows(layers: readonly string[], view: string): string {
+  return `(${layers.map((layer, i) => `SELECT * FROM ${layer}.${ident(view)}${i === layers.length - 1 ? ''
+    : ` WHERE ${layers.slice(i + 1).map((l) => `_org NOT IN (SELECT name FROM ${l}.held_organizations)`).join(' AND ')}`}`).join('\n  UNION ALL ')})`;
+}
+
+/** The source state of `kind` as a stack of layers gives it. */
+export function mergedState(layers: readonly string[], kind: StateKind): string {
   const table = `source_${kind}`;
-  if (delta === null) return `${base}.${table}`;
-  if ((WHOLE_STATE as readonly string[]).includes(kind)) return `${delta}.${table}`;
+  if (layers.length === 1) return `${layers[0]}.${table}`;
+  if ((WHOLE_STATE as readonly string[]).includes(kind)) return `${layers[layers.length - 1]}.${table}`;
   const column = WORKSPACE_STATE[kind as keyof typeof WORKSPACE_STATE];
-  return `(${standing(`${base}.${table}`, column, delta)}\n  UNION ALL SELECT * FROM ${delta}.${table})`;
+  return `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}` : standing(`${layer}.${table}`, column, layers.slice(i + 1)))).join('\n  UNION ALL ')})`;
 }

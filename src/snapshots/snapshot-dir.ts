@@ -79,12 +79,20 @@ export interface Manifest {
    * Absent in loaded snapshots.
    */
   base?: string;
+  /** The newer delta file (delta-layout.ts), and the organizations whose rows it holds. */
   delta?: string;
-  /**
-   * The organizations whose rows the delta holds (partly, for views with rows per workspace; whole, for the
-   * views that group across workspaces): every other organization reads the base as it is.
-   */
   deltaOrganizations?: string[];
+  /** How many workspaces the newer delta replaces: past apply.ts FOLD_WORKSPACES, the next batch folds it. */
+  deltaWorkspaces?: number;
+  /**
+   * The older delta file, the snapshot that wrote it (its files are links to that one's), and the
+   * organizations whose rows it holds. Every organization held by neither delta reads the base as it is.
+   */
+  major?: string;
+  majorId?: string;
+  majorOrganizations?: string[];
+  /** Batches applied since the base was loaded: the next one numbers its rows' positions after theirs. */
+  sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */
   batches?: AppliedBatch[];
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */

@@ -117,8 +117,12 @@ describe('change batches answer as a full load of the resulting source', functio
         };
       };
 
+      const forms = new Set<string>();
       for (const [i, step] of steps.entries()) {
-        await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name });
+        // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
+        // layers, and folds with and without an older delta, are compared.
+        const { manifest } = await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15 });
+        forms.add(manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only');
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
         const [na, nb] = await Promise.all([normalizer(viaBatches, a.url), normalizer(viaLoads, b.url)]);
@@ -137,6 +141,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
         expect(compared).to.equal(everOrgs.size * (1 + VIEW_NAMES.length * 8));
       }
+      expect([...forms].sort()).to.deep.equal(['both deltas', 'fold', 'newer delta only']);
     });
   }
 });

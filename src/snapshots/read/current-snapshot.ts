@@ -19,8 +19,8 @@ export interface Snapshot {
   id: string;
   /** The snapshot's DuckDB file, when it has one; its views are then tables of that database. */
   attachment: Attachment | null;
-  /** A batch snapshot's delta file (delta-layout.ts), read beside `attachment`. */
-  delta: Attachment | null;
+  /** A batch snapshot's delta files (delta-layout.ts), read beside `attachment`. */
+  deltas: Attachment[];
   manifest: Manifest;
   access: AccessData;
   organizations: ReadonlySet<string>;
@@ -38,7 +38,7 @@ export interface Snapshot {
 
 /** The databases a worker attaches to read `snapshots` (none for a snapshot served from Parquet). */
 export const attachments = (...snapshots: Snapshot[]): Attachment[] =>
-  snapshots.flatMap((s) => [s.attachment, s.delta].filter((a): a is Attachment => a !== null));
+  snapshots.flatMap((s) => [...(s.attachment ? [s.attachment] : []), ...s.deltas]);
 
 export interface Lease {
   snapshot: Snapshot;
@@ -155,19 +155,26 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
     }
   }
-  let delta: Attachment | null = null;
-  if (manifest.delta && attachment) {
-    const path = await pin(manifest.delta);
+  // A batch snapshot's deltas (delta-layout.ts): the older one is shared with the snapshots after the one
+  // that wrote it (its alias names that one), the newer one is this snapshot's own.
+  const deltas: Attachment[] = [];
+  const layer = async (name: string | undefined, owner: string | undefined) => {
+    if (!name || !attachment) return null;
+    const path = await pin(name);
     await checkDuckdb(path);
-    delta = { alias: `snapshot_${id}_${manifest.delta}`.replace(/[^0-9A-Za-z]/g, '_'), path };
-  }
-  const deltaOrganizations = new Set(manifest.deltaOrganizations ?? []);
+    const a = { alias: `snapshot_${owner ?? id}_${name}`.replace(/[^0-9A-Za-z]/g, '_'), path };
+    deltas.push(a);
+    return a;
+  };
+  const major = await layer(manifest.major, manifest.majorId);
+  const minor = await layer(manifest.delta, id);
+  const layers = { base: attachment?.alias ?? '', major, minor, majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []) };
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
   return {
     id,
     attachment,
-    delta,
+    deltas,
     manifest,
     manifestStamp: stamp,
     pinned: [...pinned],
@@ -181,7 +188,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
-      if (delta && deltaOrganizations.has(organization)) return deltaTarget(view, organization, attachment!.alias, delta.alias, manifest);
+      if (layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest);
       return {
         relation: table,
         ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
@@ -204,18 +211,29 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
 
 /**
  * Where an organization whose rows a delta holds reads them (delta-layout.ts). A view grouped across
- * workspaces holds the organization whole in the delta, stored as the base stores it: every plan of the
- * base's but the position index. A view with rows per workspace merges the base's standing rows with the
- * delta's: pages find rows by their position column, and sort what they read.
+ * workspaces holds the organization whole in the newest delta that holds it, stored as the base stores it:
+ * every plan of the base's but the position index. A view with rows per workspace merges the base's standing
+ * rows with the deltas': pages find rows by their position column, and sort what they read.
  */
-function deltaTarget(view: string, organization: string, baseAlias: string, deltaAlias: string, manifest: Manifest): CompileTarget {
+function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
   const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true };
+  const quoted = (a: Attachment) => `"${a.alias}"`;
   if (!workspaceColumn(view)) {
+    const holder = layers.minor && layers.minorHolds.has(organization) ? layers.minor : layers.major!;
     const csvLines = manifest.csvLines?.[view];
-    return { ...common, relation: `"${deltaAlias}".${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
+    return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
-  return { ...common, relation: mergedViewRows(`"${baseAlias}"`, `"${deltaAlias}"`, view, common.organizationKey), rowid: ident(POSITION_COLUMN) };
+  const stack = [`"${layers.base}"`, ...[layers.major, layers.minor].filter((a): a is Attachment => a !== null).map(quoted)];
+  return { ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN) };
+}
+
+interface Layers {
+  base: string;
+  major: Attachment | null;
+  minor: Attachment | null;
+  majorHolds: ReadonlySet<string>;
+  minorHolds: ReadonlySet<string>;
 }
 
 export class SnapshotRegistry {

@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest,
 } from '../snapshot-dir.js';
-import { DELTA_FILE } from '../delta-layout.js';
+import { DELTA_FILE, MAJOR_FILE } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { validateBatch } from './batch-validator.js';
 import { buildDelta, type BatchCounts } from './delta.js';
@@ -43,9 +43,18 @@ export interface ApplyOptions {
   arrivedAt?: Date;
   /** A batch the current snapshot already includes (same name and digest) is not applied again. */
   skipApplied?: boolean;
+  /** How many workspaces the newer delta may replace before a batch folds it into the older one. */
+  foldWorkspaces?: number;
   memoryLimit?: string;
   threads?: number;
 }
+
+/**
+ * Workspaces the newer delta replaces before the next batch folds it into the older delta. A batch rewrites
+ * the newer delta whole, so this bounds what every batch copies; a fold copies the older delta too, once
+ * per this many changed workspaces.
+ */
+export const FOLD_WORKSPACES = 5_000;
 
 export interface ApplyResult {
   /** The new current snapshot's manifest; the current one's when the batch was already applied. */
@@ -100,16 +109,21 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const basePath = join(currentDir, current.database);
-    const deltaPath = current.delta ? join(currentDir, current.delta) : null;
+    const majorPath = current.major ? join(currentDir, current.major) : null;
+    const minorPath = current.delta ? join(currentDir, current.delta) : null;
+    // The newer delta is folded into the older one once it replaces enough workspaces: a batch's cost then
+    // follows what changed since the fold, not since the load (delta-layout.ts).
+    const fold = minorPath !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
 
-    const state = await openSnapshotState(basePath, deltaPath);
+    const state = await openSnapshotState(basePath, ...[majorPath, minorPath].filter((p): p is string => p !== null));
     const validation = await validateBatch(dir, state).finally(() => state.close());
     if (validation.errorCount > 0) throw new BatchRejectedError(validation.errors, validation.errorCount);
     const validated = performance.now();
 
     await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
     const delta = await buildDelta({
-      batchDir: dir, current, currentAccess: await readAccess(opts.dataDir, currentId), basePath, deltaPath, outPath: join(tmp, DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
+      batchDir: dir, current, currentAccess: await readAccess(opts.dataDir, currentId), basePath, majorPath, minorPath, fold,
+      outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
       memoryLimit: opts.memoryLimit, threads: opts.threads,
     });
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
@@ -117,8 +131,18 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
 
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
     await fs.link(basePath, join(tmp, DATABASE_FILE));
+    // So is the older delta, unless this batch wrote a new one.
+    if (majorPath && !fold) await fs.link(majorPath, join(tmp, MAJOR_FILE));
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
+    const layers: Partial<Manifest> = fold
+      ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
+      : {
+        ...(current.major ? { major: MAJOR_FILE, majorId: current.majorId, majorOrganizations: current.majorOrganizations } : {}),
+        delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
+      };
+    const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size };
+    for (const name of [layers.major, layers.delta]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
     const manifest: Manifest = {
       id,
       createdAt: loadedAt.toISOString(),
@@ -137,17 +161,14 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       positions: current.positions,
       sourceState: true,
       base: current.base ?? current.id,
-      delta: DELTA_FILE,
-      deltaOrganizations: delta.deltaOrganizations,
+      ...layers,
+      sequence: (current.sequence ?? 0) + 1,
       batches: [...(current.batches ?? []), record].slice(-BATCHES_RECORDED),
-      sizes: {
-        [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size,
-        [DELTA_FILE]: (await fs.stat(join(tmp, DELTA_FILE))).size,
-      },
+      sizes,
     };
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
-    for (const name of ['access.json', 'manifest.json', DELTA_FILE]) await fsyncPath(join(tmp, name));
+    for (const name of ['access.json', 'manifest.json', fold ? MAJOR_FILE : DELTA_FILE]) await fsyncPath(join(tmp, name));
     await fs.rename(tmp, snapshotPath(opts.dataDir, id));
     await fsyncPath(root);
     await writeCurrentId(opts.dataDir, id);

@@ -10,7 +10,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
 import { catalogFor } from '../../catalog/catalog.js';
-import { DELTA_POSITION_BASE, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
+import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
@@ -19,12 +19,15 @@ import { viewStatements } from './view-files.js';
 
 export interface DeltaInput {
   batchDir: string;
-  /** The current snapshot: its manifest, and the paths of its base DuckDB file and of its delta, if any. */
+  /** The current snapshot: its manifest and who may read what in it. */
   current: Manifest;
-  /** Who may read what in the current snapshot: the new one's, unless the batch changes organizations or teams. */
   currentAccess: AccessData;
+  /** The current snapshot's layers (delta-layout.ts): the base's DuckDB file, its older and newer deltas if any. */
   basePath: string;
-  deltaPath: string | null;
+  majorPath: string | null;
+  minorPath: string | null;
+  /** Fold the newer delta into the older one: the new file is a new older delta over the base alone. */
+  fold: boolean;
   /** The new delta file, and a directory for DuckDB's spills. */
   outPath: string;
   tempDir: string;
@@ -42,7 +45,9 @@ export interface DeltaResult {
   organizationKeys: Record<string, number>;
   organizationRows: Record<string, Record<string, number>>;
   rows: Record<string, number>;
-  deltaOrganizations: string[];
+  /** The organizations the new delta holds, and how many workspaces it replaces. */
+  held: string[];
+  replacedWorkspaces: number;
   /** Records per source file of the resulting source (provider and module rows as stored: duplicates merged). */
   counts: Record<string, number>;
   access: AccessData;
@@ -68,15 +73,33 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const run = (sql: string) => db.run(sql);
   const all = async (sql: string) => (await db.runAndReadAll(sql)).getRows();
   try {
-    await run(`ATTACH ${sqlLiteral(input.basePath)} AS base (READ_ONLY)`);
-    if (input.deltaPath) await run(`ATTACH ${sqlLiteral(input.deltaPath)} AS prev (READ_ONLY)`);
+    // The layers below the new delta are read as schema `base`, the delta it replaces as schema `prev`
+    // (delta-layout.ts): the statements below are those of one delta over one base, whatever the stack.
+    await run(`ATTACH ${sqlLiteral(input.basePath)} AS f_base (READ_ONLY)`);
+    if (input.majorPath) await run(`ATTACH ${sqlLiteral(input.majorPath)} AS f_major (READ_ONLY)`);
+    if (input.minorPath) await run(`ATTACH ${sqlLiteral(input.minorPath)} AS f_minor (READ_ONLY)`);
     await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
-    const prev = input.deltaPath ? 'prev' : null;
-    const form = await all(`SELECT count(*) FROM duckdb_columns() WHERE database_name = 'base' AND table_name = 'source_providers' AND column_name = 'organization'`);
+    const form = await all(`SELECT count(*) FROM duckdb_columns() WHERE database_name = 'f_base' AND table_name = 'source_providers' AND column_name = 'organization'`);
     if (Number(form[0]![0]) === 0) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
-    for (const kind of [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[]) {
-      await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState('base', prev, kind)}`);
+    const below = input.fold || !input.majorPath ? ['f_base'] : ['f_base', 'f_major'];
+    const replacing = [...(input.fold && input.majorPath ? ['f_major'] : []), ...(input.minorPath ? ['f_minor'] : [])];
+    const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
+    const layered = async (schema: string, layers: string[]) => {
+      await run(`CREATE SCHEMA ${schema}`);
+      for (const { view } of viewStatements()) {
+        await run(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`);
+      }
+      for (const kind of stateKinds) await run(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
+    };
+    await layered('base', below);
+    const prev = replacing.length > 0 ? 'prev' : null;
+    if (prev) {
+      await layered('prev', replacing);
+      await run(`CREATE VIEW prev.replaced_workspaces AS SELECT DISTINCT organization, id FROM (${replacing.map((l) => `SELECT organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')})`);
+    }
+    for (const kind of stateKinds) {
+      await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`);
     }
     await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
@@ -164,12 +187,23 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await fillVersionKeys(db);
 
     const statements = new Map(viewStatements().map((v) => [v.view, v]));
+    const sequence = (input.current.sequence ?? 0) + 1;
     /** Writes `rows` (stored rows of `view`) into the delta in stored order, with delta positions. */
-    const write = async (view: string, rows: string) => {
+    /**
+     * Writes a view's delta table: the current delta's rows that stand (`kept`, a condition on them), copied in
+     * their stored order, then this batch's rows (`rows`) sorted, at this batch's positions. Only
+     * the batch's rows are sorted: a delta is a series of such runs, each in stored order, and an organization
+     * whose rows a run holds whole (the grouped views) finds them together and in order. Sorting the whole
+     * delta again at every batch made a batch's cost grow with every batch before it (docs/performance.md).
+     */
+    const write = async (view: string, rows: string, kept: string | null) => {
       const { order } = statements.get(view)!;
-      const select = `SELECT * REPLACE ((${DELTA_POSITION_BASE} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos) FROM ${rows} t ORDER BY ${order}`;
       await createViewTable(db, `out.${ident(view)}`, `SELECT * FROM ${rows} LIMIT 0`);
-      await run(`INSERT INTO out.${ident(view)} ${select}`);
+      if (prev && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM prev.${ident(view)} WHERE ${kept}`);
+      const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
+      if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
+      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * REPLACE ((${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos)
+        FROM ${rows} t ORDER BY ${order}`);
     };
     await run('SET preserve_insertion_order = true');
 
@@ -188,15 +222,14 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
         if (!projectField) throw new Error(`${view}: the project of a row is not one of its fields`);
         await run(`CREATE TEMP TABLE patch_sorted AS SELECT t.* EXCLUDE (${derived.map(ident).join(', ')})
             REPLACE (${context.map((f) => `${f.build} AS ${ident(declaredColumn(f))}`).join(', ')})
-          FROM ${prev ? mergedViewRows('base', prev, view) : `base.${ident(view)}`} t
+          FROM ${prev ? mergedViewRows(['base', prev], view) : `base.${ident(view)}`} t
           JOIN src_projects p ON p.id = t.${ident(declaredColumn(projectField))}
           JOIN src_organizations o ON o.name = t._org
           WHERE t.${ident(column)} IN (SELECT id FROM patched_ws)`);
         await run(`INSERT INTO new_rows BY NAME ${derive('patch_sorted', 0)}`);
         await run('DROP TABLE patch_sorted');
       }
-      if (prev) await run(`INSERT INTO new_rows BY NAME SELECT * FROM prev.${ident(view)} WHERE ${ident(column)} NOT IN (SELECT id FROM replaced_new)`);
-      await write(view, 'new_rows');
+      await write(view, 'new_rows', `${ident(column)} NOT IN (SELECT id FROM replaced_new)`);
       await run('DROP TABLE new_sorted');
       await run('DROP TABLE new_rows');
     }
@@ -215,10 +248,10 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
     const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
     const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
-    await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows('base', 'out', 'workspaces')} t
+    await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows(['base', 'out'], 'workspaces')} t
       WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`);
     for (const kind of ['providers', 'modules'] as const) {
-      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState('base', 'out', kind)} u WHERE u.organization IN (${names})`);
+      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState(['base', 'out'], kind)} u WHERE u.organization IN (${names})`);
     }
     await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
       UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
@@ -227,22 +260,28 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       if (workspaceColumn(view)) continue;
       await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
       await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
-      if (prev) await run(`INSERT INTO new_rows BY NAME SELECT * FROM prev.${ident(view)} WHERE _org NOT IN (SELECT name FROM touched)`);
-      await write(view, 'new_rows');
+      await write(view, 'new_rows', '_org NOT IN (SELECT name FROM touched)');
       await run('DROP TABLE new_sorted');
       await run('DROP TABLE new_rows');
     }
 
     // Rows per organization: those of S for the organizations no batch has touched, counted for the others.
     const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
-    const deltaOrganizations = [...new Set([...(input.current.deltaOrganizations ?? []), ...touchedNames])].sort();
+    // What the new delta holds: what the deltas it replaces held, and what this batch touched.
+    const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.minorPath ? input.current.deltaOrganizations ?? [] : [])];
+    const held = [...new Set([...heldBefore, ...touchedNames])].sort();
+    await run('CREATE TABLE out.held_organizations (name VARCHAR)');
+    const heldAppender = await db.createAppender('held_organizations', 'main', 'out');
+    for (const name of held) { heldAppender.appendVarchar(name); heldAppender.endRow(); }
+    heldAppender.closeSync();
+    const replacedWorkspaces = Number((await all('SELECT count(*) FROM out.replaced_workspaces'))[0]![0]);
     const organizationRows: Record<string, Record<string, number>> = {};
     const rows: Record<string, number> = {};
     const touchedSet = new Set(touchedNames);
     for (const { view } of statements.values()) {
       const counts: Record<string, number> = {};
       for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
-      const merged = workspaceColumn(view) ? mergedViewRows('base', 'out', view) : `out.${ident(view)}`;
+      const merged = workspaceColumn(view) ? mergedViewRows(['base', 'out'], view) : `out.${ident(view)}`;
       // Keys from our own manifest, never a client's: integers written out so that zone maps skip the rest.
       const keyList = touchedNames.map((n) => organizationKeys[n]).filter((k) => k !== undefined).join(', ') || '0';
       for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList}) GROUP BY _org`)) {
@@ -286,7 +325,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     };
     await run('CHECKPOINT out');
     await run('DETACH out');
-    return { organizationKeys, organizationRows, rows, deltaOrganizations, counts, access, batch };
+    return { organizationKeys, organizationRows, rows, held, replacedWorkspaces, counts, access, batch };
   } finally {
     db.closeSync();
     instance.closeSync();

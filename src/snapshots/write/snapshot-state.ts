@@ -11,15 +11,22 @@ export interface SnapshotState extends SourceState {
   close(): void;
 }
 
-/** Opens the source state stored in the DuckDB file at `path`, with the delta at `deltaPath` if any (read-only). */
-export async function openSnapshotState(path: string, deltaPath: string | null = null): Promise<SnapshotState> {
+/**
+ * Opens the source state of a snapshot's layers (read-only): the DuckDB file at `path`, then its deltas if
+ * any, older first.
+ */
+export async function openSnapshotState(path: string, ...deltaPaths: string[]): Promise<SnapshotState> {
   const instance: DuckDBInstance = await openInstance(':memory:', { threads: '1', memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
   await db.run(`ATTACH ${sqlLiteral(path)} AS base (READ_ONLY)`);
-  if (deltaPath) await db.run(`ATTACH ${sqlLiteral(deltaPath)} AS delta (READ_ONLY)`);
+  const layers = ['base'];
+  for (const [i, delta] of deltaPaths.entries()) {
+    await db.run(`ATTACH ${sqlLiteral(delta)} AS delta${i} (READ_ONLY)`);
+    layers.push(`delta${i}`);
+  }
   await db.run('CREATE SCHEMA state');
   for (const kind of ['organizations', 'projects', 'workspaces'] as const) {
-    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState('base', deltaPath ? 'delta' : null, kind)}`);
+    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
   }
   const rows = async (sql: string, keys: string[]): Promise<unknown[][]> =>
     keys.length === 0 ? [] : (await db.runAndReadAll(sql, [listValue(keys) as DuckDBValue])).getRows();
