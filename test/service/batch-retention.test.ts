@@ -1,0 +1,48 @@
+// Retention with batch snapshots: they share their base's DuckDB file (and the older delta) by hard links, so
+// retention may remove the loaded snapshot they build on, by count or by day, while they keep serving; and a
+// server keeps answering through every fold of the deltas.
+import { expect } from 'chai';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { listSnapshotIds, readCurrentId, readManifest, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
+import * as fx from '../fixtures/small-source.js';
+import { json, startHarness, type Harness } from '../helpers/harness.js';
+
+describe('retention of batch snapshots', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  before(async () => { h = await startHarness({ env: { SNAPSHOT_KEEP: '2', SNAPSHOT_KEEP_DAYS: '0' } }); });
+  after(async () => { await h.close(); });
+
+  /** A batch that renames the fixture's first workspace to `name`. */
+  const renaming = (name: string) => {
+    const dir = join(h.dataDir, `batch-${name}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'workspaces.ndjson'), JSON.stringify({ ...fx.workspaces[0], name }) + '\n');
+    return dir;
+  };
+
+  it('removes the loaded base past SNAPSHOT_KEEP while the batch snapshots built on it keep serving, through folds', async () => {
+    const base = (await readCurrentId(h.dataDir))!;
+    const forms: string[] = [];
+    for (const name of ['first', 'second', 'third', 'fourth']) {
+      // Fold every other batch: the older delta is written, shared, and replaced again.
+      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0, foldWorkspaces: 1 });
+      forms.push(manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both' : 'newer');
+      await h.running.snapshots.refresh();
+      const page = await json(await h.explorer(`?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=${name}`));
+      expect(page.data, name).to.have.length(1);
+      expect(page.data[0].attributes['external-id']).to.equal(fx.workspaces[0]!.id);
+    }
+    expect(forms).to.deep.equal(['newer', 'fold', 'both', 'fold']);
+    expect(existsSync(snapshotPath(h.dataDir, base)), 'the base snapshot removed').to.equal(false);
+    const ids = await listSnapshotIds(h.dataDir);
+    expect(ids).to.have.length(2);
+    for (const id of ids) expect((await readManifest(h.dataDir, id)).base).to.equal(base);
+    // The previous batch snapshot still answers by id, from the same shared base file.
+    const older = await h.explorer(`?type=workspaces&snapshot=${ids[0]}&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=third`);
+    expect(older.status).to.equal(200);
+    expect((await json(older)).data).to.have.length(1);
+  });
+});
