@@ -36,13 +36,15 @@ export const WORKSPACE_STATE = { workspaces: 'id', providers: 'workspace_id', mo
 export type StateKind = (typeof WHOLE_STATE)[number] | keyof typeof WORKSPACE_STATE;
 
 /**
- * `rows` of one layer less those whose workspace (in `column`) a later layer replaced. With an organization's
- * key, only that organization's replaced workspaces are looked up: the tables are stored in key order, so
- * the lookup reads a few row groups instead of every replaced workspace.
+ * `rows` of one layer less those whose workspace (in `column`) a later layer replaced. An explicit anti join
+ * on each later layer's replaced workspaces: written as NOT EXISTS, DuckDB decorrelated it through a grouping
+ * of every row's workspace, 150 ms for the largest organization's 100,000 workspaces instead of a few.
+ * With an organization's key, only that organization's replaced workspaces are looked up: the tables are
+ * stored in key order, so the lookup reads a few row groups instead of every replaced workspace.
  */
 const standing = (rows: string, column: string, later: readonly string[], organizationKey?: number) =>
-  `SELECT * FROM ${rows} b WHERE ${later.map((delta) => `NOT EXISTS (SELECT 1 FROM ${delta}.replaced_workspaces r WHERE r.id = b.${ident(column)}${
-    organizationKey === undefined ? '' : ` AND r._org_key = ${Math.trunc(organizationKey)}`})`).join(' AND ')}`;
+  `SELECT b.* FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT id FROM ${delta}.replaced_workspaces${
+    organizationKey === undefined ? '' : ` WHERE _org_key = ${Math.trunc(organizationKey)}`}) r${i} ON r${i}.id = b.${ident(column)}`).join('')}`;
 
 /**
  * The rows of `view`, a view with rows per workspace, as a stack of layers gives them (`layers`: the
