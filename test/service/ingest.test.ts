@@ -170,7 +170,7 @@ describe('explorer apply and explorer ingest', function () {
     const dataDir = await loaded('crashes');
     const spool = join(dataDir, 'spool');
     mkdirSync(join(spool, 'incoming'), { recursive: true });
-    const names = ['batch-0001', 'batch-0002', 'batch-0003', 'batch-0004', 'batch-0005', 'batch-0006'];
+    const names = ['batch-0001', 'batch-0002', 'batch-0003', 'batch-0004'];
     for (const name of names) cpSync(join(batches, name), join(spool, 'incoming', name), { recursive: true });
     // Kill after a growing delay each time (from before the first apply starts to well into one), until the
     // follower has drained incoming/ by itself.
@@ -208,7 +208,7 @@ describe('explorer apply and explorer ingest', function () {
     const dataDir = await loaded('apply-crashes');
     const batch = join(batches, 'batch-0001');
     const first = await readCurrentId(dataDir);
-    for (let delay = 100; delay < 2500; delay += 300) {
+    for (let delay = 100; delay < 2500; delay += 550) {
       const child = spawn(process.execPath, [CLI, 'apply', batch], { env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' });
       await sleep(delay);
       child.kill('SIGKILL');
