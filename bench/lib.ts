@@ -77,6 +77,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<{
 }
 
 export async function stopServerProcess(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode; // stopped already
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   child.kill('SIGTERM');
   return exited;
