@@ -61,9 +61,11 @@ run: build
 	echo "(its log: $(DATA_DIR)/ingest.log). Try:"; \
 	echo "  $(EXPLORER) sample-changes $${last:-<the loaded source>} $(DATA_DIR)/spool/new --batches 3 --workspaces 20"; \
 	echo "  mv $(DATA_DIR)/spool/new/batch-0001 $(DATA_DIR)/spool/incoming/"; echo
-	@$(EXPLORER) ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
+	@node dist/src/cli/main.js ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
 	trap 'kill $$ingest 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	$(EXPLORER) serve
+
+# (The follower is started as node itself, not through npm, so that the trap's kill reaches it when the server stops.)
 
 # Applies one change batch to the current snapshot (docs/changes.md): make apply BATCH=<dir>
 apply: build
