@@ -3,13 +3,13 @@
 // view statements a load runs, over the batch's own rows with the source state they refer to; the views
 // grouped across workspaces are rebuilt for the organizations the batch touches, from their rows alone.
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { declaredColumn, ORGANIZATION_KEY_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
+import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
-import { catalogFor } from '../../catalog/catalog.js';
 import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
@@ -87,7 +87,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
     const layered = async (schema: string, layers: string[]) => {
       await run(`CREATE SCHEMA ${schema}`);
-      for (const { view } of viewStatements()) {
+      for (const view of VIEW_NAMES) {
         await run(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`);
       }
       for (const kind of stateKinds) await run(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
@@ -111,7 +111,6 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await run(`ATTACH ':memory:' AS bs`);
     for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
     const deletions = [join(input.batchDir, 'deletions.ndjson'), join(input.batchDir, 'deletions.ndjson.gz')];
-    const { existsSync } = await import('node:fs');
     const deletionsPath = deletions.find((p) => existsSync(p));
     await run(`CREATE TEMP TABLE b_deletions AS ${deletionsPath
       ? `SELECT kind, name, id, organization FROM read_json(${sqlLiteral(deletionsPath)}, format = 'newline_delimited', columns = {kind: 'VARCHAR', name: 'VARCHAR', id: 'VARCHAR', organization: 'VARCHAR'})`
@@ -215,7 +214,8 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
       await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
       const context = contextFields(view);
-      const sortFields = new Set(sortKeys(catalogFor().view(view)!, catalogFor().view(view)!.defaultSort).map((k) => k.field.column));
+      const resolved = catalogFor().view(view)!;
+      const sortFields = new Set(sortKeys(resolved, resolved.defaultSort).map((k) => k.field.column));
       if (context.some((f) => sortFields.has(declaredColumn(f)))) throw new Error(`${view}: a field taken from the project or organization is in the default order`);
       const projectField = VIEW_DECLS.find((d) => d.name === view)!.fields.find((f) => f.build === 'w.project_id');
       if (context.length > 0 && patches) {
@@ -312,16 +312,15 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
       (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
     );
-    const kindCount = async (sql: string) => count(sql);
     const batch: BatchCounts = {
       upserted: {
-        organizations: await kindCount('SELECT count(*) FROM bs.source_organizations'),
-        projects: await kindCount('SELECT count(*) FROM bs.source_projects'),
-        workspaces: await kindCount('SELECT count(*) FROM bs.source_workspaces'),
-        teams: await kindCount('SELECT count(*) FROM bs.source_teams'),
+        organizations: await count('SELECT count(*) FROM bs.source_organizations'),
+        projects: await count('SELECT count(*) FROM bs.source_projects'),
+        workspaces: await count('SELECT count(*) FROM bs.source_workspaces'),
+        teams: await count('SELECT count(*) FROM bs.source_teams'),
       },
       deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
-        [`${k}s`, await kindCount(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
+        [`${k}s`, await count(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
     };
     await run('CHECKPOINT out');
     await run('DETACH out');
