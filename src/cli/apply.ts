@@ -1,5 +1,6 @@
 // `explorer apply <batch-dir>` and `explorer ingest <spool-dir>`: change batches (docs/changes.md).
-import { loadConfig, type Config } from '../config.js';
+import { loadConfig } from '../config.js';
+import { writerOptions } from './writer-options.js';
 import { parseArgs, UsageError } from './args.js';
 import { recordRejectedBatch } from '../snapshots/snapshot-dir.js';
 import { WriterBusyError } from '../snapshots/writer-lock.js';
@@ -7,15 +8,6 @@ import { applyBatch, batchDigest, BatchRejectedError, NoSnapshotError } from '..
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { basename } from 'node:path';
-
-const writerOptions = (config: Config) => ({
-  dataDir: config.dataDir, keep: config.snapshotKeep, keepDays: config.snapshotKeepDays, memoryLimit: config.loadMemoryLimit,
-  writerLock: {
-    waitMs: config.writerWaitMs,
-    onWait: (holder: { what: string; pid: number; host: string } | null) =>
-      console.error(`waiting for ${holder ? `${holder.what} (pid ${holder.pid} on ${holder.host})` : 'another writer'} to finish writing ${config.dataDir}`),
-  },
-});
 
 const kinds = (counts: Record<string, number>) => Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ');
 

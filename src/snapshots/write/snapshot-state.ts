@@ -16,7 +16,7 @@ export interface SnapshotState extends SourceState {
  * any, older first.
  */
 export async function openSnapshotState(path: string, ...deltaPaths: string[]): Promise<SnapshotState> {
-  const instance: DuckDBInstance = await openInstance(':memory:', { threads: '1', memory_limit: '256MB' });
+  const instance: DuckDBInstance = await openInstance(':memory:', { threads: '2', memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
   await db.run(`ATTACH ${sqlLiteral(path)} AS base (READ_ONLY)`);
   const layers = ['base'];
@@ -49,8 +49,14 @@ export async function openSnapshotState(path: string, ...deltaPaths: string[]): 
       return new Map(found.map(([id, organization, name, project]) => [id as string, { organization: organization as string, name: name as string, project_id: project as string }]));
     },
     async workspacesNamed(keys) {
-      const found = await rows(`SELECT organization || chr(10) || name, id FROM state.source_workspaces WHERE organization || chr(10) || name ${within}`, keys);
-      return new Map(found.map(([key, id]) => [key as string, id as string]));
+      if (keys.length === 0) return new Map();
+      // A join on both columns, not a test of their concatenation: that built a string for every workspace of
+      // S, three to seven times slower (80 against 12 ms on a million workspaces).
+      const pairs = keys.map((k) => k.split('\n'));
+      const found = (await db.runAndReadAll(`SELECT w.organization, w.name, w.id FROM state.source_workspaces w
+        JOIN (SELECT unnest(?::VARCHAR[]) AS organization, unnest(?::VARCHAR[]) AS name) k ON k.organization = w.organization AND k.name = w.name`,
+      [listValue(pairs.map((p) => p[0]!)) as DuckDBValue, listValue(pairs.map((p) => p.slice(1).join('\n'))) as DuckDBValue])).getRows();
+      return new Map(found.map(([organization, name, id]) => [`${organization}\n${name}`, id as string]));
     },
     async workspacesOfProjects(ids) {
       const found = await rows(`SELECT project_id, list(id ORDER BY id) FROM state.source_workspaces WHERE project_id ${within} GROUP BY project_id`, ids);
