@@ -33,7 +33,15 @@ export interface Config {
   shutdownGraceMs: number;
   /** Shared state (tokens, saved views, rate-limit counters) lives in Redis when set. */
   redisUrl: string | null;
+  /** …or in a Redis Cluster reached through these seed nodes (host:port). */
+  redisCluster: string[] | null;
   redisPrefix: string;
+  /**
+   * Replicas a token or saved-view write waits for (Redis WAIT) before it is acknowledged, and for how long:
+   * a write a primary acknowledged and lost in a failover would otherwise be gone. 1 with a cluster, 0 with one Redis.
+   */
+  redisWaitReplicas: number;
+  redisWaitMs: number;
   rateLimitMax: number;
   rateLimitWindowMs: number;
   /** Bytes of finished JSON pages kept by entity tag (0: off). */
@@ -61,6 +69,27 @@ function niceness(env: NodeJS.ProcessEnv): number {
   const nice = int(env, 'INGEST_NICE', 10, 0);
   if (nice > 19) throw new Error(`INGEST_NICE must be 0 to 19; got ${nice}`);
   return nice;
+}
+
+/** REDIS_CLUSTER: the seed nodes of a Redis Cluster, `host:port` separated by commas. */
+function clusterNodes(env: NodeJS.ProcessEnv): string[] | null {
+  const raw = env.REDIS_CLUSTER;
+  if (!raw) return null;
+  if (env.REDIS_URL) throw new Error('set REDIS_URL (one Redis) or REDIS_CLUSTER (a Redis Cluster), not both');
+  const nodes = raw.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  for (const node of nodes) {
+    const m = /^(.+):(\d{1,5})$/.exec(node);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new Error(`REDIS_CLUSTER must list host:port nodes separated by commas; got ${JSON.stringify(node)}`);
+  }
+  if (nodes.length === 0) throw new Error('REDIS_CLUSTER lists no node');
+  return nodes;
+}
+
+/** A Redis Cluster places a key by the text inside its first {…}: the prefix must not hold one. */
+function prefix(env: NodeJS.ProcessEnv): string {
+  const value = env.REDIS_PREFIX || 'explorer:';
+  if (/[{}]/.test(value)) throw new Error(`REDIS_PREFIX may not contain { or }; got ${JSON.stringify(value)}`);
+  return value;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -91,7 +120,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     redisUrl: env.REDIS_URL || null,
-    redisPrefix: env.REDIS_PREFIX || 'explorer:',
+    redisCluster: clusterNodes(env),
+    redisPrefix: prefix(env),
+    redisWaitReplicas: int(env, 'REDIS_WAIT_REPLICAS', env.REDIS_CLUSTER ? 1 : 0, 0),
+    redisWaitMs: int(env, 'REDIS_WAIT_MS', 2_000, 1),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 30, 1),
     rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 1000, 1),
     responseCacheBytes: int(env, 'RESPONSE_CACHE_MB', 64, 0) * 1024 * 1024,

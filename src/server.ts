@@ -12,7 +12,7 @@ import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/read/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
-import { connectRedis } from './redis.js';
+import { connectRedis, redisTarget } from './redis.js';
 
 export interface RunningServer {
   url: string;
@@ -26,7 +26,8 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+  const target = redisTarget(config);
+  const redis = target ? connectRedis(target, logger, config.redisWaitReplicas > 0 ? config.redisWaitMs : 0) : undefined;
   const store = await openStateStore(config, redis, logger);
   const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger, { keep: config.snapshotKeep, keepDays: config.snapshotKeepDays });
   await snapshots.start();

@@ -19,7 +19,7 @@ const USAGE = `usage: explorer <command>
   token list                                                     list tokens (no secrets)
   token revoke <id>
   serve                                                          run the HTTP server
-  migrate-state --to-redis                                       copy the embedded tokens and saved views into REDIS_URL
+  migrate-state --to-redis                                       copy the embedded tokens and saved views into REDIS_URL (or REDIS_CLUSTER)
 Environment: DATA_DIR (default ./data); see README.md for the rest.`;
 
 async function main(argv: string[]): Promise<number> {

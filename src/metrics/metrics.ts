@@ -110,7 +110,7 @@ export class Metrics {
         if (s.status !== 'none') this.set({ snapshot: s.status === 'ready' ? s.snapshot.id : s.id }, 1);
       },
     });
-    gauge('explorer_redis_configured', '1 when REDIS_URL is set.', () => (redis ? 1 : 0));
+    gauge('explorer_redis_configured', '1 when REDIS_URL or REDIS_CLUSTER is set.', () => (redis ? 1 : 0));
     gauge('explorer_redis_up', '1 when Redis is connected (0 while connecting, down, or not configured).', () => (redis?.state() === 'ready' ? 1 : 0));
   }
 

@@ -1,13 +1,16 @@
 // The state store on Redis, shared by every instance. Every rule that spans keys (name uniqueness, update,
 // delete) is one Lua script, so it is atomic across instances — never read-then-write from here.
 //
-// Keys (prefix P, default "explorer:"):
+// Keys (prefix P, default "explorer:"), on one Redis:
 //   P token:<id>             hash of a token record           P tokens            set of token ids
 //   P view:<org>:<id>        hash of a saved view (query as JSON text, so no cjson round-trip)
 //   P views:<org>            sorted set of view ids, score = created-at (ms), ties by id
 //   P view-names:<org>       hash name → id (uniqueness)
 //   P view-orgs              set of organizations that have had views
-import type { Redis } from 'ioredis';
+// On a Redis Cluster a script may touch keys of one slot only, so the keys carry hash tags: the token keys
+// share `{tokens}` (P token:{tokens}:<id>, P tokens:{tokens}) and an organization's view keys `{<org>}`
+// (P view:{<org>}:<id>, P views:{<org>}, P view-names:{<org>}); `view-orgs` is added to on its own.
+import type { Cluster, Redis } from 'ioredis';
 import {
   NameTakenError, StoreUnavailableError,
   type SavedQuery, type SavedView, type StateStore, type TokenRecord,
@@ -19,7 +22,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 'ID_TAKEN' end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'name', ARGV[2], 'queryType', ARGV[3], 'query', ARGV[4], 'createdAt', ARGV[5], 'updatedAt', ARGV[6])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1])
-redis.call('SADD', KEYS[4], ARGV[8])
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[8]) end
 return 'OK'`;
 
 const UPDATE_VIEW = `
@@ -42,6 +45,11 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('HGET', KEYS[3], name) == ARGV[1] then redis.call('HDEL', KEYS[3], name) end
 return view`;
+
+const PUT_TOKEN = `
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('SADD', KEYS[2], ARGV[1])
+return 'OK'`;
 
 const REVOKE_TOKEN = `
 local n = redis.call('DEL', KEYS[1])
@@ -76,33 +84,71 @@ const toToken = (h: Record<string, string>): TokenRecord => ({
   description: h.description || null,
 });
 
+export interface RedisStoreOptions {
+  /** Keys with hash tags, for a Redis Cluster. */
+  clustered?: boolean;
+  /** Replicas a write waits for (WAIT) before it is acknowledged, and for how long. */
+  waitReplicas?: number;
+  waitMs?: number;
+  onClose?: () => Promise<void>;
+}
+
 export class RedisStateStore implements StateStore {
   /** Tokens last read from Redis, used only while Redis cannot be reached, so that queries keep working. */
   private readonly knownTokens = new Map<string, TokenRecord | null>();
-
-  constructor(private readonly redis: Redis, private readonly prefix = 'explorer:', private readonly onClose?: () => Promise<void>) {}
-
-  private k = {
-    token: (id: string) => `${this.prefix}token:${id}`,
-    tokens: () => `${this.prefix}tokens`,
-    view: (org: string, id: string) => `${this.prefix}view:${org}:${id}`,
-    views: (org: string) => `${this.prefix}views:${org}`,
-    names: (org: string) => `${this.prefix}view-names:${org}`,
-    orgs: () => `${this.prefix}view-orgs`,
+  private readonly k: {
+    token: (id: string) => string; tokens: () => string;
+    view: (org: string, id: string) => string; views: (org: string) => string; names: (org: string) => string; orgs: () => string;
   };
+
+  // ioredis types one Redis and a cluster apart; the commands used here are the same on both.
+  private readonly redis: Redis;
+
+  constructor(redis: Redis | Cluster, private readonly prefix = 'explorer:', private readonly options: RedisStoreOptions = {}) {
+    this.redis = redis as Redis;
+    const p = prefix;
+    this.k = options.clustered
+      ? {
+        token: (id) => `${p}token:{tokens}:${id}`, tokens: () => `${p}tokens:{tokens}`,
+        view: (org, id) => `${p}view:{${org}}:${id}`, views: (org) => `${p}views:{${org}}`, names: (org) => `${p}view-names:{${org}}`, orgs: () => `${p}view-orgs`,
+      }
+      : {
+        token: (id) => `${p}token:${id}`, tokens: () => `${p}tokens`,
+        view: (org, id) => `${p}view:${org}:${id}`, views: (org) => `${p}views:${org}`, names: (org) => `${p}view-names:${org}`, orgs: () => `${p}view-orgs`,
+      };
+  }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {
     try {
       return await op();
     } catch (e) {
-      if (e instanceof NameTakenError) throw e;
+      if (e instanceof NameTakenError || e instanceof StoreUnavailableError) throw e;
       throw new StoreUnavailableError(`Redis: ${(e as Error).message}`);
     }
   }
 
+  /**
+   * Runs a writing script, and with replicas to wait for, WAIT on the same connection right after it (one
+   * pipeline: on a cluster, the node that ran the script). The write is acknowledged only once a replica
+   * has it, so a failover of its primary cannot lose it; when none confirms in time, the caller gets 503,
+   * and the write may still be there.
+   */
+  private async write<T>(script: string, keys: string[], args: (string | number)[]): Promise<T> {
+    const replicas = this.options.waitReplicas ?? 0;
+    if (replicas === 0) return (await this.redis.eval(script, keys.length, ...keys, ...args)) as T;
+    const results = (await this.redis.pipeline().eval(script, keys.length, ...keys, ...args).call('WAIT', replicas, this.options.waitMs ?? 2000).exec()) ?? [];
+    const [[scriptError, result] = [], [waitError, acknowledged] = []] = results;
+    if (scriptError) throw scriptError;
+    if (waitError) throw waitError;
+    if (Number(acknowledged) < replicas) {
+      throw new StoreUnavailableError(`Redis: the write reached ${Number(acknowledged)} of ${replicas} replicas within ${this.options.waitMs ?? 2000} ms`);
+    }
+    return result as T;
+  }
+
   async putToken(token: TokenRecord): Promise<void> {
     const fields = TOKEN_FIELDS.flatMap((f) => [f, token[f] ?? '']);
-    await this.call(() => this.redis.multi().hset(this.k.token(token.id), ...fields).sadd(this.k.tokens(), token.id).exec());
+    await this.call(() => this.write(PUT_TOKEN, [this.k.token(token.id), this.k.tokens()], [token.id, ...fields]));
     this.knownTokens.set(token.id, token);
   }
 
@@ -130,7 +176,7 @@ export class RedisStateStore implements StateStore {
   }
 
   async revokeToken(id: string): Promise<boolean> {
-    const n = await this.call(() => this.redis.eval(REVOKE_TOKEN, 2, this.k.token(id), this.k.tokens(), id) as Promise<number>);
+    const n = await this.call(() => this.write<number>(REVOKE_TOKEN, [this.k.token(id), this.k.tokens()], [id]));
     this.knownTokens.set(id, null);
     return n === 1;
   }
@@ -158,20 +204,20 @@ export class RedisStateStore implements StateStore {
     const o = view.organization;
     // Checked here: the script cannot undo its first writes if ZADD then rejects the score.
     if (!Number.isFinite(Date.parse(view.createdAt))) throw new Error(`createdAt is not a timestamp: ${view.createdAt}`);
-    const result = await this.call(() => this.redis.eval(
-      CREATE_VIEW, 4, this.k.view(o, view.id), this.k.views(o), this.k.names(o), this.k.orgs(),
-      view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)), o,
-    ) as Promise<string>);
+    // On a cluster the set of organizations is in another slot: added to first, on its own (an organization
+    // listed whose create then failed has no views, which its listing shows).
+    if (this.options.clustered) await this.call(() => this.redis.sadd(this.k.orgs(), o));
+    const keys = [this.k.view(o, view.id), this.k.views(o), this.k.names(o), ...(this.options.clustered ? [] : [this.k.orgs()])];
+    const result = await this.call(() => this.write<string>(CREATE_VIEW, keys,
+      [view.id, view.name, view.queryType, JSON.stringify(view.query), view.createdAt, view.updatedAt, String(Date.parse(view.createdAt)), o]));
     if (result === 'NAME_TAKEN') throw new NameTakenError(view.name);
     if (result === 'ID_TAKEN') throw new Error(`a saved view with id ${view.id} already exists`);
     return structuredClone(view);
   }
 
   async updateView(organization: string, id: string, change: { name: string; query: SavedQuery; updatedAt: string }): Promise<SavedView | undefined> {
-    const result = await this.call(() => this.redis.eval(
-      UPDATE_VIEW, 3, this.k.view(organization, id), this.k.views(organization), this.k.names(organization),
-      id, change.name, JSON.stringify(change.query), change.updatedAt,
-    ) as Promise<string | string[]>);
+    const result = await this.call(() => this.write<string | string[]>(UPDATE_VIEW, [this.k.view(organization, id), this.k.views(organization), this.k.names(organization)],
+      [id, change.name, JSON.stringify(change.query), change.updatedAt]));
     if (result === 'MISSING') return undefined;
     if (result === 'NAME_TAKEN') throw new NameTakenError(change.name);
     // The script returns the view as this update left it; a read afterwards could see a later update.
@@ -179,13 +225,11 @@ export class RedisStateStore implements StateStore {
   }
 
   async deleteView(organization: string, id: string): Promise<SavedView | undefined> {
-    const flat = await this.call(() => this.redis.eval(
-      DELETE_VIEW, 3, this.k.view(organization, id), this.k.views(organization), this.k.names(organization), id,
-    ) as Promise<string[] | null>);
+    const flat = await this.call(() => this.write<string[] | null>(DELETE_VIEW, [this.k.view(organization, id), this.k.views(organization), this.k.names(organization)], [id]));
     return flat ? toView(organization, pairs(flat)) : undefined;
   }
 
   async close(): Promise<void> {
-    await this.onClose?.();
+    await this.options.onClose?.();
   }
 }

@@ -19,7 +19,7 @@ export interface TestRedis {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
@@ -31,7 +31,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Resolves when a PING gets PONG. */
-async function ping(port: number, timeoutMs = 5000): Promise<void> {
+export async function ping(port: number, timeoutMs = 5000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     const ok = await new Promise<boolean>((resolve) => {

@@ -9,17 +9,18 @@ import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import type { SavedView } from '../../src/store/state-store.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { REDIS_BACKENDS, type StartedBackend } from '../helpers/redis-backends.js';
+import { loadConfig } from '../../src/config.js';
 
 const run = promisify(execFile);
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 
-describe('explorer migrate-state --to-redis', function () {
+for (const backend of REDIS_BACKENDS) describe(`explorer migrate-state --to-redis, to ${backend.name}`, function () {
   this.timeout(30_000);
-  let redis: TestRedis;
+  let redis: StartedBackend;
   let dataDir: string;
   before(async () => {
-    redis = await startTestRedis();
+    redis = await backend.start();
     dataDir = mkdtempSync(join(tmpdir(), 'explorer-migrate-'));
   });
   after(async () => {
@@ -46,13 +47,13 @@ describe('explorer migrate-state --to-redis', function () {
     for (const v of views) await local.createView(v);
     await local.close();
 
-    const env = { ...process.env, DATA_DIR: dataDir, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix };
+    const env = { ...process.env, DATA_DIR: dataDir, ...redis.env };
     const first = await run(process.execPath, [CLI, 'migrate-state', '--to-redis'], { env });
     expect(first.stdout.trim()).to.equal('migrated 2 tokens and 3 saved views to Redis (0 already there, 0 conflicts)');
     const again = await run(process.execPath, [CLI, 'migrate-state', '--to-redis'], { env });
     expect(again.stdout.trim()).to.equal('migrated 2 tokens and 0 saved views to Redis (3 already there, 0 conflicts)');
 
-    const shared = await openStateStore({ dataDir, redisUrl: redis.url, redisPrefix: redis.prefix });
+    const shared = await openStateStore(loadConfig({ DATA_DIR: dataDir, ...redis.env }));
     try {
       expect((await shared.listTokens()).map((t) => t.id).sort()).to.deep.equal(tokens.map((t) => t.record.id).sort());
       expect(await shared.getToken(tokens[0]!.record.id)).to.deep.equal(tokens[0]!.record);
@@ -68,10 +69,10 @@ describe('explorer migrate-state --to-redis', function () {
     const local = await openStateStore({ dataDir });
     await local.createView(view('sq-CCCCCCCCCCCCCCC1', 'acme-corp', 'drifted 3', '2026-02-01T00:00:00.000Z'));
     await local.close();
-    const shared = await openStateStore({ dataDir, redisUrl: redis.url, redisPrefix: redis.prefix });
+    const shared = await openStateStore(loadConfig({ DATA_DIR: dataDir, ...redis.env }));
     await shared.createView(view('sq-DDDDDDDDDDDDDDD1', 'acme-corp', 'drifted 3', '2026-02-02T00:00:00.000Z'));
     await shared.close();
-    const env = { ...process.env, DATA_DIR: dataDir, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix };
+    const env = { ...process.env, DATA_DIR: dataDir, ...redis.env };
     const result = await run(process.execPath, [CLI, 'migrate-state', '--to-redis'], { env }).then(() => ({ code: 0, stderr: '' }), (e) => e as { code: number; stderr: string });
     expect(result.code).to.equal(1);
     expect(result.stderr).to.include('conflict: acme-corp/sq-CCCCCCCCCCCCCCC1: the name "drifted 3" is taken in the target');

@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { REDIS_BACKENDS, type RedisBackend, type StartedBackend } from '../helpers/redis-backends.js';
 
 const MAX = 10;
 const WINDOW_MS = 1500;
@@ -18,20 +18,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer { status: number; sent: number; received: number; reset: number; remaining: number; retryAfter: string | null }
 
-function setup(title: string, redis: boolean, instances: 1 | 2) {
+function setup(title: string, redis: RedisBackend | null, instances: 1 | 2) {
   describe(`rate limit: ${title}`, function () {
     this.timeout(60_000);
-    let testRedis: TestRedis | undefined;
+    let testRedis: StartedBackend | undefined;
     let h: Harness;
     let second: RunningServer | undefined;
     let urls: string[];
 
     before(async () => {
-      if (redis) testRedis = await startTestRedis();
+      if (redis) testRedis = await redis.start();
       h = await startHarness({
         env: {
           RATE_LIMIT_MAX: String(MAX), RATE_LIMIT_WINDOW_MS: String(WINDOW_MS),
-          ...(testRedis ? { REDIS_URL: testRedis.url, REDIS_PREFIX: testRedis.prefix } : {}),
+          ...(testRedis ? testRedis.env : {}),
         },
       });
       if (instances === 2) second = await startServer(h.config, silentLogger);
@@ -115,7 +115,9 @@ function setup(title: string, redis: boolean, instances: 1 | 2) {
 }
 
 describe('rate limit contract (interface §9)', () => {
-  setup('in memory, one instance', false, 1);
-  setup('in Redis, one instance', true, 1);
-  setup('in Redis, two instances', true, 2);
+  setup('in memory, one instance', null, 1);
+  for (const backend of REDIS_BACKENDS) {
+    setup(`in ${backend.name}, one instance`, backend, 1);
+    setup(`in ${backend.name}, two instances`, backend, 2);
+  }
 });

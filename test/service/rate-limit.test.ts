@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { silentLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { REDIS_BACKENDS, type StartedBackend } from '../helpers/redis-backends.js';
 
 const route = '/api/v2/organizations/acme-corp/explorer?type=tf_versions';
 
@@ -61,14 +61,14 @@ describe('rate limit in memory', function () {
   });
 });
 
-describe('rate limit shared by two instances through Redis', function () {
+for (const backend of REDIS_BACKENDS) describe(`rate limit shared by two instances through ${backend.name}`, function () {
   this.timeout(30_000);
-  let redis: TestRedis;
+  let redis: StartedBackend;
   let h: Harness;
   let second: RunningServer;
   before(async () => {
-    redis = await startTestRedis();
-    h = await startHarness({ env: { RATE_LIMIT_MAX: '6', RATE_LIMIT_WINDOW_MS: '5000', REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix } });
+    redis = await backend.start();
+    h = await startHarness({ env: { RATE_LIMIT_MAX: '6', RATE_LIMIT_WINDOW_MS: '5000', ...redis.env } });
     second = await startServer(h.config, silentLogger);
   });
   after(async () => {

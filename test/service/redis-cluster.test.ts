@@ -10,6 +10,7 @@ import { openStateStore } from '../../src/store/open-store.js';
 import { writeSmallSource, workspaces } from '../fixtures/small-source.js';
 import { startHarness, json, type Harness } from '../helpers/harness.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { REDIS_BACKENDS, type StartedBackend } from '../helpers/redis-backends.js';
 import { waitFor } from '../helpers/wait.js';
 
 const VIEWS = '/api/v2/organizations/acme-corp/explorer/views';
@@ -22,14 +23,14 @@ function call(base: string, token: string, path: string, init: RequestInit = {})
   return fetch(`${base}${path}`, { ...init, headers });
 }
 
-describe('two instances on one Redis and one data directory', function () {
+for (const backend of REDIS_BACKENDS) describe(`two instances on ${backend.name} and one data directory`, function () {
   this.timeout(60_000);
-  let redis: TestRedis;
+  let redis: StartedBackend;
   let h: Harness;
   let b: RunningServer;
   before(async () => {
-    redis = await startTestRedis();
-    h = await startHarness({ env: { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix } });
+    redis = await backend.start();
+    h = await startHarness({ env: redis.env });
     b = await startServer(h.config, silentLogger);
   });
   after(async () => {

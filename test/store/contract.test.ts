@@ -14,6 +14,7 @@ import {
   type SavedQuery, type SavedView, type StateStore, type TokenRecord,
 } from '../../src/store/state-store.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { sharedTestCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
 
 export interface OpenedStore {
   store: StateStore;
@@ -551,8 +552,11 @@ describe('StateStore implementations', function () {
   let redis: TestRedis | undefined;
   let seq = 0;
 
+  let cluster: TestRedisCluster | undefined;
+
   before(async () => {
     redis = await startTestRedis();
+    cluster = await sharedTestCluster();
   });
   after(async () => {
     await redis?.close();
@@ -600,6 +604,38 @@ describe('StateStore implementations', function () {
           cursor = next;
         } while (cursor !== '0');
         if (keys.length > 0) await client.del(...keys);
+        client.disconnect();
+      },
+    };
+  });
+
+  // A Redis Cluster of three primaries and three replicas: keys with hash tags, every write waiting for a replica.
+  contract('redis cluster', async () => {
+    const c = cluster!;
+    const prefix = `${c.prefix}${++seq}:`;
+    const options = { clustered: true, waitReplicas: 1, waitMs: 5000 };
+    let client = c.connect();
+    let store = new RedisStateStore(client, prefix, options);
+    return {
+      store,
+      async reopen() {
+        await store.close();
+        client.disconnect();
+        client = c.connect();
+        store = new RedisStateStore(client, prefix, options);
+        return store;
+      },
+      async cleanup() {
+        await store.close();
+        // Every primary's keys of this test.
+        for (const node of client.nodes('master')) {
+          let cursor = '0';
+          do {
+            const [next, batch] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+            for (const key of batch) await client.del(key);
+            cursor = next;
+          } while (cursor !== '0');
+        }
         client.disconnect();
       },
     };
