@@ -128,21 +128,27 @@ export class RedisStateStore implements StateStore {
   }
 
   /**
-   * Runs a writing script, and with replicas to wait for, WAIT on the same connection right after it (one
-   * pipeline: on a cluster, the node that ran the script). The write is acknowledged only once a replica
-   * has it, so a failover of its primary cannot lose it; when none confirms in time, the caller gets 503,
-   * and the write may still be there.
+   * Runs a writing script and, with replicas to wait for, WAITs for them on the same connection (on a
+   * cluster, the node that ran the script): the write is acknowledged only once a replica has it, so a
+   * failover of its primary cannot lose it. It waits for as many as the primary has connected (ROLE, asked
+   * in the script's round trip): a shard whose replica was just promoted has none until the old primary
+   * returns, and its writes are then acknowledged as they are. When none confirms in time the caller gets
+   * 503, and the write may still be there.
    */
   private async write<T>(script: string, keys: string[], args: (string | number)[]): Promise<T> {
-    const replicas = this.options.waitReplicas ?? 0;
-    if (replicas === 0) return (await this.redis.eval(script, keys.length, ...keys, ...args)) as T;
-    const results = (await this.redis.pipeline().eval(script, keys.length, ...keys, ...args).call('WAIT', replicas, this.options.waitMs ?? 2000).exec()) ?? [];
-    const [[scriptError, result] = [], [waitError, acknowledged] = []] = results;
+    const wanted = this.options.waitReplicas ?? 0;
+    if (wanted === 0) return (await this.redis.eval(script, keys.length, ...keys, ...args)) as T;
+    const [[scriptError, result] = [], [roleError, role] = []] = (await this.redis.pipeline().eval(script, keys.length, ...keys, ...args).call('ROLE').exec()) ?? [];
     if (scriptError) throw scriptError;
+    if (roleError) throw roleError;
+    const connected = Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2]) ? role[2].length : 0;
+    const replicas = Math.min(wanted, connected);
+    if (replicas === 0) return result as T;
+    const waitMs = this.options.waitMs ?? 2000;
+    // A keyed command first, so that a cluster sends the pipeline to the node holding keys[0].
+    const [, [waitError, acknowledged] = []] = (await this.redis.pipeline().exists(keys[0]!).call('WAIT', replicas, waitMs).exec()) ?? [];
     if (waitError) throw waitError;
-    if (Number(acknowledged) < replicas) {
-      throw new StoreUnavailableError(`Redis: the write reached ${Number(acknowledged)} of ${replicas} replicas within ${this.options.waitMs ?? 2000} ms`);
-    }
+    if (Number(acknowledged) < replicas) throw new StoreUnavailableError(`Redis: the write reached ${Number(acknowledged)} of ${replicas} replicas within ${waitMs} ms`);
     return result as T;
   }
 

@@ -28,8 +28,13 @@ export interface TestRedisCluster {
   connect(): Cluster;
   /** The port of the primary serving `key`'s slot. */
   primaryOf(key: string): Promise<number>;
+  /** The port of a replica of the primary on `port`. */
+  replicaOf(port: number): Promise<number>;
   /** SIGKILL of the node on `port`. */
   kill(port: number): void;
+  /** SIGSTOP and SIGCONT of the node on `port`: it stops answering without its peers counting it failed (briefly). */
+  pause(port: number): void;
+  resume(port: number): void;
   /** Resolves once every slot is served by a live primary again. */
   healthy(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -82,8 +87,21 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
       }
       throw new Error(`no live primary serves slot ${slot}`);
     },
+    async replicaOf(port) {
+      const lines = (await cli(port, 'cluster', 'nodes')).trim().split('\n').map((l) => l.split(' '));
+      const primary = lines.find((f) => f[2]!.includes('myself'))![0];
+      const replica = lines.find((f) => f[3] === primary && !f[2]!.includes('fail'));
+      if (!replica) throw new Error(`the primary on ${port} has no replica`);
+      return Number(replica[1]!.split('@')[0]!.split(':')[1]);
+    },
     kill(port) {
       nodes.get(port)!.process.kill('SIGKILL');
+    },
+    pause(port) {
+      nodes.get(port)!.process.kill('SIGSTOP');
+    },
+    resume(port) {
+      nodes.get(port)!.process.kill('SIGCONT');
     },
     async healthy(timeoutMs) {
       const until = Date.now() + timeoutMs;
