@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps sample load apply clean bench bench-changes bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply clean bench bench-changes bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -23,9 +23,10 @@ install: node_modules/.installed
 build: install
 	npm run -s build
 
-# The tests start their own redis-server and drive Debian's chromium (/usr/bin/chromium): install either
-# from Debian's packages when it is missing, so that `make test` works on a fresh machine.
-test-deps:
+# The tests start their own redis-server (and Redis Clusters), HAProxy, and drive Debian's chromium
+# (/usr/bin/chromium): each is installed from Debian's packages when missing, so that `make test` works on a
+# fresh machine.
+test-deps: cluster-deps
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
@@ -66,6 +67,20 @@ run: build
 	$(EXPLORER) serve
 
 # (The follower is started as node itself, not through npm, so that the trap's kill reaches it when the server stops.)
+
+# HAProxy, Redis and curl from Debian's packages, for make cluster and its tests.
+cluster-deps:
+	@command -v haproxy >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy redis-server curl >/dev/null; }
+
+# Several instances behind HAProxy on one DATA_DIR, with a Redis Cluster of 3 primaries and 3 replicas, all
+# on loopback (docs/deployment.md): CLUSTER_PORT (8080), CLUSTER_INSTANCES (3), CLUSTER_INSTANCE_PORT (8081),
+# CLUSTER_REDIS_PORT (7001). Run again, it starts only what is not running. Pid files and logs: $(DATA_DIR)/cluster/.
+cluster: build cluster-deps
+	bash deploy/cluster.sh start
+
+cluster-stop:
+	bash deploy/cluster.sh stop
 
 # Applies one change batch to the current snapshot (docs/changes.md): make apply BATCH=<dir>
 apply: build

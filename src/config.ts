@@ -30,7 +30,14 @@ export interface Config {
   metricsPublic: boolean;
   exportConcurrency: number | null;
   snapshotPollMs: number;
+  /**
+   * After SIGTERM: how long the instance keeps serving while /readyz answers 503, so that a balancer's
+   * health checks take it out before it stops accepting (docs/deployment.md). Then the grace period.
+   */
+  shutdownDrainMs: number;
   shutdownGraceMs: number;
+  /** Behind a balancer that sets X-Forwarded-For: the client's address is its last entry. */
+  trustProxy: boolean;
   /** Shared state (tokens, saved views, rate-limit counters) lives in Redis when set. */
   redisUrl: string | null;
   /** …or in a Redis Cluster reached through these seed nodes (host:port). */
@@ -118,7 +125,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPublic: /^(1|true|yes)$/i.test(env.METRICS_PUBLIC ?? ''),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
+    shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    trustProxy: /^(1|true|yes)$/i.test(env.TRUST_PROXY ?? ''),
     redisUrl: env.REDIS_URL || null,
     redisCluster: clusterNodes(env),
     redisPrefix: prefix(env),

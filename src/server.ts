@@ -68,7 +68,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let stopping: Promise<void> | undefined;
   const shutdown = () => (stopping ??= (async () => {
     draining = true;
-    logger.log('info', 'shutting down', { grace_ms: config.shutdownGraceMs });
+    logger.log('info', 'shutting down', { drain_ms: config.shutdownDrainMs, grace_ms: config.shutdownGraceMs });
+    // Still serving, /readyz answering 503: a balancer takes the instance out before it stops accepting.
+    if (config.shutdownDrainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const grace = new Promise<'grace'>((resolve) => setTimeout(() => resolve('grace'), config.shutdownGraceMs).unref());

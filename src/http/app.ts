@@ -36,7 +36,9 @@ export interface Services {
 }
 
 export function createApp(services: Services): Koa<RequestState> {
-  const app = new Koa<RequestState>({ proxy: false });
+  // Behind HAProxy (TRUST_PROXY) the client's address is the last X-Forwarded-For entry, the one our
+  // balancer appended: the rate limit of requests without a token counts clients, not the balancer.
+  const app = new Koa<RequestState>({ proxy: services.config.trustProxy, maxIpsCount: 1 });
   app.silent = true; // failures are logged by the error middleware, as JSON lines
 
   const cache = new ResponseCache(services.config.responseCacheBytes);
