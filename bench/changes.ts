@@ -16,23 +16,21 @@
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15), BENCH_STOP_AFTER=K1 (K1 alone).
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, linkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
-import { openInstance } from '../src/duckdb/open-instance.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { CLI, cpuSeconds, ensureSample, percentile, ROOT, startServerProcess, stopServerProcess, timedLoad } from './lib.js';
+import { A_QUERY, CLI, cpuSeconds, ensureSample, linkedCopy, organizations, percentile, ROOT, startServerProcess, stopServerProcess, timedLoad } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const WORK = join(BENCH_DIR, 'changes');
-const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
 const log = (m: string) => console.error(`[bench-changes] ${m}`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -41,24 +39,6 @@ interface Row { scenario: string; what: string; measured: string; target: string
 const rows: Row[] = [];
 /** Each row as soon as it is measured, so that a long run shows its figures as it goes. */
 const report = (r: Row) => { rows.push(r); console.error(`[bench-changes] ${r.scenario}: ${r.measured}`); };
-
-/** Organizations of the bench snapshot with their workspaces, largest first. */
-async function organizations(dir: string): Promise<{ name: string; workspaces: number }[]> {
-  const db = await openInstance(':memory:');
-  const c = await db.connect();
-  const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC, 1`);
-  c.closeSync();
-  db.closeSync();
-  return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
-}
-
-/** A data directory whose snapshot is the bench's current one, its files hard links. */
-function linkedCopy(dir: string, id: string): void {
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(dir, 'snapshots', id), { recursive: true });
-  for (const name of readdirSync(snapshotPath(BENCH_DIR, id))) linkSync(join(snapshotPath(BENCH_DIR, id), name), join(dir, 'snapshots', id, name));
-  writeFileSync(join(dir, 'snapshots', 'CURRENT'), `${id}\n`);
-}
 
 /** The organization of the first workspace a batch upserts. */
 const batchOrganization = (batch: string) => JSON.parse(readFileSync(join(batch, 'workspaces.ndjson'), 'utf8').split('\n')[0]!).organization as string;
@@ -80,7 +60,7 @@ async function main(): Promise<void> {
     await writeSampleChanges(SOURCE, join(batches, 'k1'), { batches: 20, workspaces: 10, seed: 21, organizations: new Set(small.slice(99).map((o) => o.name)) });
     await writeSampleChanges(SOURCE, join(batches, 'k2'), { batches: 40, workspaces: 1000, seed: 22, organizations: hundred });
   }
-  linkedCopy(WORK, baseId);
+  linkedCopy(BENCH_DIR, WORK, baseId);
   const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
   const tokens = new Map<string, string>();
   for (const o of [orgs[0]!, ...small]) tokens.set(o.name, (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench' })).token);
@@ -198,7 +178,7 @@ async function main(): Promise<void> {
     const bAfter = await bRun(server.url, SECONDS);
     await stopServerProcess(server.child);
     const base = join(BENCH_DIR, 'changes-base');
-    linkedCopy(base, baseId);
+    linkedCopy(BENCH_DIR, base, baseId);
     cpSync(join(BENCH_DIR, 'state-changes'), join(base, 'state'), { recursive: true });
     const baseServer = await startServerProcess({ ...env, DATA_DIR: base });
     await aRun(baseServer.url);

@@ -1,15 +1,48 @@
 // What the bench and the soak share: a free port, the real server process, its memory and descriptors.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { openInstance } from '../src/duckdb/open-instance.js';
 import { writeSample, type SampleOptions } from '../src/sample/sample.js';
+import { snapshotPath } from '../src/snapshots/snapshot-dir.js';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
 /** R1: the largest organization's resources of one type, newest state first, 20 rows. */
 export const R1_QUERY = '?type=resources&filter%5B0%5D%5Bprovider_type%5D%5Bis%5D%5B0%5D=aws_instance&sort=-source_updated_at&page%5Bsize%5D=20';
+
+/** A: the largest organization's workspaces whose name contains "api", newest first, 20 rows. */
+export const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
+/** C: the largest organization's providers, the default page. */
+export const C_QUERY = '?type=providers';
+let distinct = 0;
+/**
+ * B: a small organization's default page plus one filter. The filter's value differs in every request
+ * (a name that contains no "~" never contains "~<n>"), so no answer can come from the response cache.
+ */
+export const smallFiltered = () => `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`;
+
+export interface Org { name: string; workspaces: number }
+
+/** The organizations of a loaded snapshot's directory with their workspaces, largest first. */
+export async function organizations(dir: string): Promise<Org[]> {
+  const db = await openInstance(':memory:');
+  const c = await db.connect();
+  const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC, 1`);
+  c.closeSync();
+  db.closeSync();
+  return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
+}
+
+/** A data directory whose current snapshot is `from`'s snapshot `id`, its files hard links (no disk). */
+export function linkedCopy(from: string, dir: string, id: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'snapshots', id), { recursive: true });
+  for (const name of readdirSync(snapshotPath(from, id))) linkSync(join(snapshotPath(from, id), name), join(dir, 'snapshots', id, name));
+  writeFileSync(join(dir, 'snapshots', 'CURRENT'), `${id}\n`);
+}
 
 /** Writes the sample `options` into `dir` unless its `.complete` marker says it holds exactly that sample. */
 export async function ensureSample(dir: string, options: SampleOptions, log: (m: string) => void): Promise<void> {

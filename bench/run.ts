@@ -16,7 +16,7 @@ import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { cpuSeconds, ensureSample, mixedLoad, percentile, R1_QUERY, ROOT, rssMb, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
+import { A_QUERY, C_QUERY, cpuSeconds, ensureSample, mixedLoad, organizations, percentile, R1_QUERY, ROOT, rssMb, smallFiltered, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 
@@ -77,28 +77,9 @@ async function scenarioFWithoutResources(): Promise<void> {
   });
 }
 
-interface Org { name: string; workspaces: number }
-
-async function organizations(dir: string): Promise<Org[]> {
-  const db = await openInstance(':memory:');
-  const c = await db.connect();
-  const r = await c.runAndReadAll(`SELECT _org, count(*) FROM read_parquet('${join(dir, 'workspaces.parquet')}') GROUP BY 1 ORDER BY 2 DESC`);
-  c.closeSync();
-  db.closeSync();
-  return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
-}
-
-const A_QUERY = '?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=api&sort=-workspace_updated_at&page%5Bsize%5D=20';
-const C_QUERY = '?type=providers';
 const R2_QUERY = '?type=resources';
 let resourcesOf: (org: string) => number = () => Number.NaN;
 const SMALL_QUERY = '?type=workspaces';
-/**
- * B: a small organization's default page plus one filter. The filter's value differs in every request
- * (a name that contains no "~" never contains "~<n>"), so no answer can come from the response cache.
- */
-let distinct = 0;
-const smallFiltered = () => `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`;
 
 /** The server's CPU per answered request over the last measured run, in ms. */
 let lastCpuMs = Number.NaN;
