@@ -9,7 +9,6 @@
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15), CLUSTER_SIZES (default 1,2,3).
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
@@ -17,6 +16,7 @@ import { loadConfig } from '../src/config.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { A_QUERY, C_QUERY, cpuSeconds, ensureSample, linkedCopy, mixedLoad, organizations, ROOT, smallFiltered, timedLoad, type MixedRequest } from './lib.js';
+import { freePorts } from '../test/helpers/ports.js';
 
 const run = promisify(execFile);
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -27,21 +27,6 @@ const WORK = join(BENCH_DIR, 'cluster-data');
 const log = (m: string) => console.error(`[bench-cluster] ${m}`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The first of `count` consecutive free loopback ports. */
-async function freePorts(count: number): Promise<number> {
-  const free = (port: number) => new Promise<boolean>((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    let ok = true;
-    for (let p = base; p < base + count && ok; p++) ok = await free(p);
-    if (ok) return base;
-  }
-}
 
 interface Row { instances: number; load: string; rps: number; errors: number; p99: string; busyCores: number; perCore: number; haproxyShare: number }
 

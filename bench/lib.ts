@@ -1,7 +1,6 @@
 // What the bench and the soak share: a free port, the real server process, its memory and descriptors.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { openInstance } from '../src/duckdb/open-instance.js';
@@ -66,12 +65,7 @@ export async function timedLoad(source: string, dataDir: string): Promise<{ seco
   return { seconds, gib: kb / 1024 / 1024 };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => res(port)); });
-  });
-}
+import { freePort } from '../test/helpers/ports.js';
 
 export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -6,13 +6,13 @@
 import { expect } from 'chai';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
 import { loadConfig } from '../../src/config.js';
 import { openStateStore } from '../../src/store/open-store.js';
+import { freePorts } from '../helpers/ports.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -21,21 +21,6 @@ const CLI = join(ROOT, 'dist/src/cli/main.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const viewBody = (name: string) => JSON.stringify({ data: { name, query_type: 'providers', query: { filter: [{ field: 'name', operator: 'contains', value: ['a'] }] } } });
 const NODE_TIMEOUT_MS = 2000;
-
-/** `count` consecutive free loopback ports. */
-async function freePorts(count: number): Promise<number> {
-  const free = (port: number) => new Promise<boolean>((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-  for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    let ok = true;
-    for (let p = base; p < base + count && ok; p++) ok = await free(p);
-    if (ok) return base;
-  }
-}
 
 interface Answer { status: number; servedBy: string | null; method: string; path: string }
 

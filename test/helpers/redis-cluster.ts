@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster } from 'ioredis';
-import { freePort, ping } from './redis.js';
+import { freePort } from './ports.js';
+import { ping } from './redis.js';
 
 const run = promisify(execFile);
 

@@ -4,7 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
+import { freePort } from './ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -17,17 +18,6 @@ export interface TestRedis {
   stop(): Promise<void>;
   restart(): Promise<void>;
   close(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 /** Resolves when a PING gets PONG. */
