@@ -106,16 +106,23 @@ describe('the cluster through HAProxy', function () {
   });
 
   it('sends each organization to one instance, and the organizations over every instance', async () => {
-    const byOrg = new Map<string, Set<string>>();
-    for (let round = 0; round < 4; round++) {
+    const ROUNDS = 8;
+    const byOrg = new Map<string, Map<string, number>>();
+    for (let round = 0; round < ROUNDS; round++) {
       for (const org of organizations) {
         const a = await get(page(org), tokens.get(org));
         expect(a.status).to.equal(200);
-        (byOrg.get(org) ?? byOrg.set(org, new Set()).get(org)!).add(a.servedBy!);
+        const served = byOrg.get(org) ?? byOrg.set(org, new Map()).get(org)!;
+        served.set(a.servedBy!, (served.get(a.servedBy!) ?? 0) + 1);
       }
     }
-    for (const [org, served] of byOrg) expect([...served], org).to.have.length(1);
-    expect(new Set([...byOrg.values()].map((s) => [...s][0])).size).to.be.at.least(2);
+    // Bounded load (hash-balance-factor) may send a request elsewhere when its instance holds twice the
+    // average in flight: with one client that is a request HAProxy still counts, so now and then one.
+    for (const [org, served] of byOrg) {
+      const home = Math.max(...served.values());
+      expect(home, `${org}: ${JSON.stringify(Object.fromEntries(served))}`).to.be.at.least(ROUNDS - 1);
+    }
+    expect(new Set([...byOrg.values()].map((s) => [...s.entries()].sort((a, b) => b[1] - a[1])[0]![0])).size).to.be.at.least(2);
   });
 
   it('counts the rate limit exactly across instances', async () => {
@@ -197,7 +204,8 @@ describe('the cluster through HAProxy', function () {
     renameSync(join(batches, 'batch-0001'), join(dataDir, 'spool', 'incoming', 'batch-0001'));
     await waitFor(() => readFileSync(join(dataDir, 'snapshots', 'CURRENT'), 'utf8').trim() !== before, 30_000, 'the batch applied');
     const after = readFileSync(join(dataDir, 'snapshots', 'CURRENT'), 'utf8').trim();
-    expect(existsSync(join(dataDir, 'spool', 'done', 'batch-0001'))).to.equal(true);
+    // The follower moves a batch to done/ once its snapshot is current.
+    await waitFor(() => existsSync(join(dataDir, 'spool', 'done', 'batch-0001')), 10_000, 'the batch in done/');
     for (let i = 0; i < 3; i++) {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${instancePort + i}${page('acme-corp')}`, { headers: { Authorization: `Bearer ${tokens.get('acme-corp')}` } }))
         .headers.get('x-explorer-snapshot') === after, 10_000, `explorer-${i + 1} on ${after}`);
