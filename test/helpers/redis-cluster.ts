@@ -89,11 +89,10 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
       throw new Error(`no live primary serves slot ${slot}`);
     },
     async replicaOf(port) {
-      const lines = (await cli(port, 'cluster', 'nodes')).trim().split('\n').map((l) => l.split(' '));
-      const primary = lines.find((f) => f[2]!.includes('myself'))![0];
-      const replica = lines.find((f) => f[3] === primary && !f[2]!.includes('fail'));
-      if (!replica) throw new Error(`the primary on ${port} has no replica`);
-      return Number(replica[1]!.split('@')[0]!.split(':')[1]);
+      // From the primary's replication, not the cluster's gossip, which may not list a new replica yet.
+      const m = /slave\d+:ip=[^,]+,port=(\d+),state=online/.exec(await cli(port, 'info', 'replication'));
+      if (!m) throw new Error(`the primary on ${port} has no replica online`);
+      return Number(m[1]);
     },
     kill(port) {
       nodes.get(port)!.process.kill('SIGKILL');
