@@ -59,6 +59,13 @@ export interface CompileTarget {
    */
   rowidIndexed?: boolean;
   /**
+   * Where the row-id fetch reads the page's rows by their positions, when not `relation`: for an
+   * organization a change batch touched, each layer's table as it is. Positions are unique across the
+   * layers and come from the matching rows of `relation`, which already left out the rows later layers
+   * replaced, so the fetch needs no anti join (docs/performance.md, "Change batches applied to the bench snapshot").
+   */
+  fetchRelation?: string;
+  /**
    * The view's indexes in the snapshot (catalog.ts indexFields): by the indexed field's column, the relation
    * holding its rows in (organization key, value) order. Given only with `organizationKey`.
    */
@@ -312,7 +319,7 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
     const rowid = target.rowid;
     const ranked = index?.sorted ? { from: matchFrom, rowid: ident(INDEX_ROW_COLUMN) } : { from, rowid };
     const organization = target.rowidIndexed ? '' : `${organizationTest(target, outer)}\n  AND `;
-    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
+    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.fetchRelation ?? target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
     pageSql = pageCountsTotal
       ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch('SELECT "_rowid" FROM matching')}`
       : fetch(`SELECT ${rowid}\n${from}`);

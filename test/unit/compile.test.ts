@@ -221,6 +221,14 @@ describe('compileQuery: SQL text', () => {
     expect(fetch('"_pos"', true)).to.deep.equal({ where: 'WHERE "_pos" IN (SELECT "_rowid" FROM matching\nORDER BY "source_updated_at" DESC NULLS LAST, "_id" ASC', params: [7, 'web', 20n, 0n] });
     expect(fetch('rowid', false)).to.deep.equal({ where: 'WHERE "_org_key" = CAST(? AS INTEGER)\n  AND rowid IN (SELECT "_rowid" FROM matching', params: [7, 'web', 7, 20n, 0n] });
   });
+
+  it('fetches the page\'s rows from the fetch relation when the target gives one, and matches them in the relation', () => {
+    const raw = `type=resources&${filter(0, 'name', 'is', 'web')}&sort=-source_updated_at`;
+    const { sql } = compileQuery(query(raw), { relation: 'merged', fetchRelation: 'layers', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid: '"_pos"' }).page;
+    expect(sql).to.match(/WITH matching AS MATERIALIZED \(SELECT "_pos" AS "_rowid", [^\n]*\nFROM merged\nWHERE /);
+    expect(sql).to.include('\nFROM layers\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN (SELECT "_rowid" FROM matching');
+    expect(sql).to.not.include('FROM merged\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { ident, type CompileTarget } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { mergedViewRows } from '../delta-layout.js';
+import { layeredRows, mergedViewRows } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -213,7 +213,8 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
  * Where an organization whose rows a delta holds reads them (delta-layout.ts). A view grouped across
  * workspaces holds the organization whole in the newest delta that holds it, stored as the base stores it:
  * every plan of the base's but the position index. A view with rows per workspace merges the base's standing
- * rows with the deltas': pages find rows by their position column, and sort what they read.
+ * rows with the deltas': pages find rows by their position column, and sort what they read; a large
+ * organization's page then fetches its rows by position from the layers' tables as they are.
  */
 function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
@@ -225,7 +226,10 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
   const stack = [`"${layers.base}"`, ...[layers.major, layers.minor].filter((a): a is Attachment => a !== null).map(quoted)];
-  return { ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN) };
+  return {
+    ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
+    fetchRelation: layeredRows(stack, view),
+  };
 }
 
 interface Layers {
