@@ -92,6 +92,9 @@ function clusterNodes(env: NodeJS.ProcessEnv): string[] | null {
   return nodes;
 }
 
+/** Whether shared state lives in a Redis (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER). */
+export const redisConfigured = (config: Partial<Pick<Config, 'redisUrl' | 'redisCluster'>>) => Boolean(config.redisUrl || config.redisCluster);
+
 /** A Redis Cluster places a key by the text inside its first {…}: the prefix must not hold one. */
 function prefix(env: NodeJS.ProcessEnv): string {
   const value = env.REDIS_PREFIX || 'explorer:';

@@ -4,14 +4,14 @@
 // reconnects by itself when Redis returns. In a cluster, ioredis also follows the slots to a promoted
 // replica after a failover: routing and failover are the cluster's and the client's, none of them ours.
 import { Cluster, Redis } from 'ioredis';
-import type { Config } from './config.js';
+import { redisConfigured, type Config } from './config.js';
 import type { Logger } from './log.js';
 
 export type RedisState = 'connecting' | 'ready' | 'down';
 export type RedisClient = Redis | Cluster;
 
-/** Where the shared state lives: one Redis by URL, or a cluster by its seed nodes. */
-export type RedisTarget = { url: string } | { cluster: readonly string[] };
+/** What the connection needs of the configuration: where Redis is, and how long a write may wait for replicas. */
+export type RedisConfig = Partial<Pick<Config, 'redisUrl' | 'redisCluster' | 'redisWaitReplicas' | 'redisWaitMs'>>;
 
 export interface RedisConnection {
   client: RedisClient;
@@ -21,24 +21,18 @@ export interface RedisConnection {
   close(): Promise<void>;
 }
 
-/** The configured Redis, if any. */
-export function redisTarget(config: Pick<Config, 'redisUrl'> & Partial<Pick<Config, 'redisCluster'>>): RedisTarget | null {
-  if (config.redisCluster) return { cluster: config.redisCluster };
-  if (config.redisUrl) return { url: config.redisUrl };
-  return null;
-}
-
 /**
- * `waitMs`: how long a write may wait for replicas (REDIS_WAIT_MS); a command may take that long and a
- * little more before it counts as failed, every other command 2 s.
+ * Connects to the configured Redis or Redis Cluster. A command counts as failed after 2 s, or, when writes
+ * wait for replicas, after REDIS_WAIT_MS and a little more.
  */
-export function connectRedis(target: RedisTarget | string, logger: Logger, waitMs = 0): RedisConnection {
+export function connectRedis(config: RedisConfig, logger: Logger): RedisConnection {
+  const waitMs = (config.redisWaitReplicas ?? 0) > 0 ? config.redisWaitMs ?? 2000 : 0;
   const FAIL_FAST = { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout: Math.max(2000, waitMs + 1000) } as const;
-  const where: RedisTarget = typeof target === 'string' ? { url: target } : target;
+  if (!redisConfigured(config)) throw new Error('no Redis configured (REDIS_URL or REDIS_CLUSTER)');
   let state: RedisState = 'connecting';
-  const client: RedisClient = 'url' in where
-    ? new Redis(where.url, { ...FAIL_FAST, retryStrategy: (times) => Math.min(100 * times, 2000), lazyConnect: false })
-    : new Cluster(where.cluster.map((node) => {
+  const client: RedisClient = !config.redisCluster
+    ? new Redis(config.redisUrl!, { ...FAIL_FAST, retryStrategy: (times) => Math.min(100 * times, 2000), lazyConnect: false })
+    : new Cluster(config.redisCluster.map((node) => {
       const i = node.lastIndexOf(':');
       return { host: node.slice(0, i), port: Number(node.slice(i + 1)) };
     }), {

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Config } from './config.js';
+import { redisConfigured, type Config } from './config.js';
 import { createApp } from './http/app.js';
 import { errorBody, JSONAPI } from './http/jsonapi.js';
 import { ApiError } from './errors.js';
@@ -12,7 +12,7 @@ import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/read/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
-import { connectRedis, redisTarget } from './redis.js';
+import { connectRedis } from './redis.js';
 
 export interface RunningServer {
   url: string;
@@ -26,8 +26,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const target = redisTarget(config);
-  const redis = target ? connectRedis(target, logger, config.redisWaitReplicas > 0 ? config.redisWaitMs : 0) : undefined;
+  const redis = redisConfigured(config) ? connectRedis(config, logger) : undefined;
   const store = await openStateStore(config, redis, logger);
   const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger, { keep: config.snapshotKeep, keepDays: config.snapshotKeepDays });
   await snapshots.start();

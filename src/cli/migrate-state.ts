@@ -1,6 +1,6 @@
 // `explorer migrate-state --to-redis`: copy the embedded tokens and saved views into REDIS_URL or REDIS_CLUSTER.
 import { join } from 'node:path';
-import { loadConfig } from '../config.js';
+import { loadConfig, redisConfigured } from '../config.js';
 import { parseArgs, UsageError } from './args.js';
 import { openStateStore } from '../store/open-store.js';
 import { openJournalStore } from '../store/journal-store.js';
@@ -10,7 +10,7 @@ export async function migrate(argv: string[]): Promise<number> {
   const args = parseArgs(argv.filter((a) => a !== '--to-redis'), []);
   if (!argv.includes('--to-redis') || args.positional.length > 0) throw new UsageError('migrate-state takes --to-redis');
   const config = loadConfig();
-  if (!config.redisUrl && !config.redisCluster) throw new UsageError('migrate-state --to-redis needs REDIS_URL or REDIS_CLUSTER');
+  if (!redisConfigured(config)) throw new UsageError('migrate-state --to-redis needs REDIS_URL or REDIS_CLUSTER');
   const from = await openJournalStore(join(config.dataDir, 'state'));
   const to = await openStateStore(config);
   try {

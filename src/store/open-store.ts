@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Config } from '../config.js';
+import { redisConfigured, type Config } from '../config.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { RedisConnection } from '../redis.js';
 import { openJournalStore } from './journal-store.js';
@@ -14,11 +14,11 @@ type StoreConfig = Pick<Config, 'dataDir'> & Partial<Pick<Config, 'redisUrl' | '
  * imported only when Redis is configured: a token command on a single node does not pay for loading it.
  */
 export async function openStateStore(config: StoreConfig, redis?: RedisConnection, logger: Logger = silentLogger): Promise<StateStore> {
-  if (!config.redisUrl && !config.redisCluster) return openJournalStore(join(config.dataDir, 'state'));
-  const [{ connectRedis, redisTarget, whenReady }, { RedisStateStore }] = await Promise.all([import('../redis.js'), import('./redis-store.js')]);
+  if (!redisConfigured(config)) return openJournalStore(join(config.dataDir, 'state'));
+  const [{ connectRedis, whenReady }, { RedisStateStore }] = await Promise.all([import('../redis.js'), import('./redis-store.js')]);
   const options = (connection: RedisConnection) => ({ clustered: connection.clustered, waitReplicas: config.redisWaitReplicas ?? 0, waitMs: config.redisWaitMs ?? 2000 });
   if (redis) return new RedisStateStore(redis.client, config.redisPrefix, options(redis));
-  const own = connectRedis(redisTarget({ redisUrl: config.redisUrl ?? null, redisCluster: config.redisCluster ?? null })!, logger, (config.redisWaitReplicas ?? 0) > 0 ? config.redisWaitMs ?? 2000 : 0);
+  const own = connectRedis(config, logger);
   try {
     await whenReady(own, 5000);
   } catch (e) {

@@ -106,16 +106,13 @@ export class RedisStateStore implements StateStore {
 
   constructor(redis: Redis | Cluster, private readonly prefix = 'explorer:', private readonly options: RedisStoreOptions = {}) {
     this.redis = redis as Redis;
-    const p = prefix;
-    this.k = options.clustered
-      ? {
-        token: (id) => `${p}token:{tokens}:${id}`, tokens: () => `${p}tokens:{tokens}`,
-        view: (org, id) => `${p}view:{${org}}:${id}`, views: (org) => `${p}views:{${org}}`, names: (org) => `${p}view-names:{${org}}`, orgs: () => `${p}view-orgs`,
-      }
-      : {
-        token: (id) => `${p}token:${id}`, tokens: () => `${p}tokens`,
-        view: (org, id) => `${p}view:${org}:${id}`, views: (org) => `${p}views:${org}`, names: (org) => `${p}view-names:${org}`, orgs: () => `${p}view-orgs`,
-      };
+    // On a cluster, the part of a key that places it (a hash tag); on one Redis the names stay as they were.
+    const tag = (slot: string) => (options.clustered ? `{${slot}}` : slot);
+    const tokenSlot = options.clustered ? ':{tokens}' : '';
+    this.k = {
+      token: (id) => `${prefix}token${tokenSlot}:${id}`, tokens: () => `${prefix}tokens${tokenSlot}`,
+      view: (org, id) => `${prefix}view:${tag(org)}:${id}`, views: (org) => `${prefix}views:${tag(org)}`, names: (org) => `${prefix}view-names:${tag(org)}`, orgs: () => `${prefix}view-orgs`,
+    };
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {
