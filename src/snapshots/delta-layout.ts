@@ -55,9 +55,13 @@ const standing = (rows: string, column: string, later: readonly string[], organi
 export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: number): string {
   const column = workspaceColumn(view);
   if (!column) throw new Error(`view ${view} has no rows per workspace`);
-  return `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${ident(view)}`
-    : standing(`${layer}.${ident(view)}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
+  return standingRows(layers, ident(view), column, organizationKey);
 }
+
+/** Each layer's `table` less the rows whose workspace (in `column`) a later layer replaced. */
+const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: number) =>
+  `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}`
+    : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
 
 /**
  * Every row of every layer of `view`, replaced ones included: what a page reads its rows from by their
@@ -81,5 +85,5 @@ export function mergedState(layers: readonly string[], kind: StateKind): string 
   if (layers.length === 1) return `${layers[0]}.${table}`;
   if ((WHOLE_STATE as readonly string[]).includes(kind)) return `${layers[layers.length - 1]}.${table}`;
   const column = WORKSPACE_STATE[kind as keyof typeof WORKSPACE_STATE];
-  return `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}` : standing(`${layer}.${table}`, column, layers.slice(i + 1)))).join('\n  UNION ALL ')})`;
+  return standingRows(layers, table, column);
 }

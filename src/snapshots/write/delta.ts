@@ -187,7 +187,6 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
 
     const statements = new Map(viewStatements().map((v) => [v.view, v]));
     const sequence = (input.current.sequence ?? 0) + 1;
-    /** Writes `rows` (stored rows of `view`) into the delta in stored order, with delta positions. */
     /**
      * Writes a view's delta table: the current delta's rows that stand (`kept`, a condition on them), copied in
      * their stored order, then this batch's rows (`rows`) sorted, at this batch's positions. Only
