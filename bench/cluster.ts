@@ -7,18 +7,15 @@
 // Then, with 3 instances, the seconds from kill -9 of the instance serving an organization until that
 // organization is answered by another (polled every 20 ms).
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15), CLUSTER_SIZES (default 1,2,3).
-import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { A_QUERY, C_QUERY, cpuSeconds, ensureSample, linkedCopy, mixedLoad, organizations, ROOT, smallFiltered, timedLoad, type MixedRequest } from './lib.js';
-import { freePorts } from '../test/helpers/ports.js';
+import { makeCluster } from '../test/helpers/make-cluster.js';
 
-const run = promisify(execFile);
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -39,18 +36,9 @@ async function main(): Promise<void> {
   const small = orgs.filter((o) => o.workspaces <= 500).slice(0, 300);
   linkedCopy(BENCH_DIR, WORK, baseId);
 
-  const port = await freePorts(1);
-  const instancePort = await freePorts(3);
-  const redisPort = await freePorts(6);
-  const proxy = `http://127.0.0.1:${port}`;
-  const env = {
-    ...process.env, DATA_DIR: WORK, CLUSTER_PORT: String(port), CLUSTER_INSTANCE_PORT: String(instancePort), CLUSTER_REDIS_PORT: String(redisPort),
-    REDIS_CLUSTER: Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisPort + i}`).join(','),
-    RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0',
-  };
-  const cluster = (command: 'start' | 'stop', instances = 3) =>
-    run('bash', [join(ROOT, 'deploy/cluster.sh'), command], { env: { ...env, CLUSTER_INSTANCES: String(instances) }, cwd: ROOT, timeout: 600_000 });
-  const pid = (name: string) => Number(readFileSync(join(WORK, 'cluster', `${name}.pid`), 'utf8'));
+  const c = await makeCluster(WORK, { RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0' });
+  const { env, proxy, pid } = c;
+  const cluster = (command: 'start' | 'stop', instances = 3) => c.run(command, instances);
   const tokens = new Map<string, string>();
   const rows: Row[] = [];
   let failover: number[] = [];

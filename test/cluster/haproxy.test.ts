@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
 import { loadConfig } from '../../src/config.js';
 import { openStateStore } from '../../src/store/open-store.js';
-import { freePorts } from '../helpers/ports.js';
+import { makeCluster, type MakeCluster } from '../helpers/make-cluster.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -27,6 +27,7 @@ interface Answer { status: number; servedBy: string | null; method: string; path
 describe('the cluster through HAProxy', function () {
   this.timeout(240_000);
   let dataDir: string;
+  let c: MakeCluster;
   let env: NodeJS.ProcessEnv;
   let proxy: string;
   let instancePort: number;
@@ -34,8 +35,8 @@ describe('the cluster through HAProxy', function () {
   const tokens = new Map<string, string>();
   let organizations: string[];
 
-  const cluster = (command: 'start' | 'stop') => run('bash', [join(ROOT, 'deploy/cluster.sh'), command], { env, cwd: ROOT, timeout: 180_000 });
-  const pid = (name: string) => Number(readFileSync(join(dataDir, 'cluster', `${name}.pid`), 'utf8'));
+  const cluster = (command: 'start' | 'stop') => c.run(command);
+  const pid = (name: string) => c.pid(name);
   const get = async (path: string, token?: string): Promise<Answer> => {
     const res = await fetch(`${proxy}${path}`, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
     await res.arrayBuffer();
@@ -78,17 +79,12 @@ describe('the cluster through HAProxy', function () {
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'explorer-cluster-'));
-    const port = await freePorts(1);
-    instancePort = await freePorts(3);
-    redisPort = await freePorts(6);
-    proxy = `http://127.0.0.1:${port}`;
-    env = {
-      ...process.env, DATA_DIR: dataDir, CLUSTER_PORT: String(port), CLUSTER_INSTANCE_PORT: String(instancePort), CLUSTER_REDIS_PORT: String(redisPort),
+    c = await makeCluster(dataDir, {
       CLUSTER_NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS), SHUTDOWN_DRAIN_MS: '2500', SNAPSHOT_POLL_MS: '200',
       SAMPLE_ORGANIZATIONS: '12', SAMPLE_WORKSPACES: '600', SAMPLE_DAYS: '1',
       RATE_LIMIT_MAX: '1000', RATE_LIMIT_WINDOW_MS: '10000', POOL_WORKERS: '1',
-      REDIS_CLUSTER: Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisPort + i}`).join(','),
-    };
+    });
+    ({ env, proxy, instancePort, redisPort } = c);
     const started = await cluster('start');
     expect(started.stdout).to.match(/curl -s -H 'Authorization: Bearer at-[^']+' 'http:\/\/127\.0\.0\.1:\d+\/api\/v2\/organizations\/acme-corp\//);
     const store = await openStateStore(loadConfig(env));
@@ -101,7 +97,7 @@ describe('the cluster through HAProxy', function () {
     }
   });
   after(async () => {
-    if (env) await cluster('stop').catch(() => null);
+    if (c) await cluster('stop').catch(() => null);
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
