@@ -35,6 +35,7 @@ function resolveView(decl: ViewDecl, engine: string): View {
         type: f.type,
         version: f.version === true,
         indexed: f.indexed === true,
+        list: f.members !== undefined,
         description: f.description.replace('{engine}', engine),
         index,
       };
@@ -73,6 +74,9 @@ export function catalogFor(engine = 'terraform'): Catalog {
 
 /** Name of the Parquet column holding the version order key of a version field. */
 export const versionKeyColumn = (column: string) => `${column}__vk`;
+
+/** The column holding a list field's elements (FieldDecl.members), a VARCHAR[]: what a summary groups it by. */
+export const membersColumn = (column: string) => `${column}__m`;
 
 /**
  * Name of the Parquet column holding a string field folded for case-insensitive tests and ordering

@@ -51,6 +51,26 @@ export function viewQuerySchema(view: View): Schema {
   };
 }
 
+/** The periods a summary groups a datetime by, in UTC (ISO weeks start on Monday): DuckDB's date_trunc parts. */
+export const SUMMARY_PERIODS = ['day', 'week', 'month', 'year'] as const;
+
+/**
+ * A summary's `group_by` of one view, split at commas: one to three of the view's fields, a datetime with a
+ * period (`workspace_created_at:month`), any other field by its name alone.
+ */
+export function summaryGroupSchema(view: View): Schema {
+  const spellings = view.fields.flatMap((f) => (f.type === 'datetime' ? SUMMARY_PERIODS.map((p) => `${f.name}:${p}`) : [f.name]));
+  return {
+    $id: `summary-group-by-${view.name}`,
+    title: `The group_by of a summary of the ${view.name} view`,
+    type: 'array',
+    minItems: 1,
+    maxItems: 3,
+    uniqueItems: true,
+    items: { enum: spellings },
+  };
+}
+
 /** page[number] and page[size] (interface §5), shared by queries and the saved-view list. */
 export const PAGE_SCHEMA: Schema = {
   $id: 'page',

@@ -16,6 +16,12 @@ export interface FieldDecl {
    * an index beside the view's table (catalog.ts indexFields), and such a page reads only the matching rows.
    */
   indexed?: boolean;
+  /**
+   * A list field: SQL for its elements as a sorted VARCHAR[] (null when none), over the same tables as
+   * `build`, which joins them with ', '. The loader stores the elements beside the text (catalog.ts
+   * membersColumn), so that a summary groups by the members the list was made from, not by its text split again.
+   */
+  members?: string;
 }
 
 export interface ViewDecl {
@@ -57,6 +63,8 @@ export interface Field {
   index: number;
   /** The loader stores an index of the view's rows by this field's value (FieldDecl.indexed). */
   indexed: boolean;
+  /** A list field (FieldDecl.members): its elements are stored in membersColumn(column). */
+  list: boolean;
 }
 
 export interface View {

@@ -3,16 +3,22 @@
 //
 // `build`, `id`, `organization` and `from` are SQL over the loader's staging tables (snapshots/write/staging.ts):
 //   src_organizations, src_workspaces, src_projects, src_providers, src_modules (de-duplicated), the
-//   src_resources view, and per-workspace lists ws_providers / ws_modules (workspace_id, n, list). Lists are
-//   joined with ', ' in code-point order (§3).
+//   src_resources view, and per-workspace lists ws_providers / ws_modules (workspace_id, n, members); a
+//   workspace's tags are a sorted list too. Lists are joined with ', ' in code-point order (§3).
 import type { ViewDecl } from './types.js';
 
 const NL = 'chr(10)';
 /** interface §3: prefix-<first 16 hex of sha256(org \n view \n keys…)>, null keys as ''. */
 const rowId = (prefix: string, view: string, keys: string[], organization = 'g.organization') =>
   `'${prefix}-' || substr(sha256(concat_ws(${NL}, ${organization}, '${view}', ${keys.map((k) => `coalesce(${k}, '')`).join(', ')})), 1, 16)`;
+/**
+ * A list field: its elements (a sorted VARCHAR[], null when none) are declared once; the text is those
+ * elements joined with ', ', and the loader stores both (FieldDecl.members).
+ */
+const listField = (name: string, members: string, description: string) =>
+  ({ name, type: 'string' as const, members, build: `array_to_string(${members}, ', ')`, description });
 /** Sorted, de-duplicated names of the grouped workspaces. */
-const workspaceNames = `array_to_string(list_sort(list_distinct(list(g.workspace_name))), ', ')`;
+const workspaceNames = (description: string) => listField('workspaces', 'list_sort(list_distinct(list(g.workspace_name)))', description);
 const workspaceCount = 'count(DISTINCT g.workspace_id)';
 
 const workspaces: ViewDecl = {
@@ -40,18 +46,18 @@ const workspaces: ViewDecl = {
     { name: 'drifted', type: 'boolean', build: 'w.drifted', description: 'True if drift was detected.' },
     { name: 'external_id', type: 'string', build: 'w.id', description: 'External ID of the workspace (ws-<id>).' },
     { name: 'module_count', type: 'number', build: 'coalesce(md.n, 0)', description: 'Distinct modules used by the workspace.' },
-    { name: 'modules', type: 'string', build: 'md.list', description: 'Comma-separated modules used (<source>@<version>); null if none.' },
+    listField('modules', 'md.members', 'Comma-separated modules used (<source>@<version>); null if none.'),
     { name: 'organization_name', type: 'string', build: 'w.organization', description: 'Organization the workspace belongs to.' },
     { name: 'project_external_id', type: 'string', build: 'w.project_id', description: 'External ID of the project (prj-<id>).' },
     { name: 'project_name', type: 'string', build: 'p.name', description: 'Name of the project.' },
     { name: 'provider_count', type: 'number', build: 'coalesce(pv.n, 0)', description: 'Distinct providers used.' },
-    { name: 'providers', type: 'string', build: 'pv.list', description: 'Comma-separated providers used (<source>@<version>); null if none.' },
+    listField('providers', 'pv.members', 'Comma-separated providers used (<source>@<version>); null if none.'),
     { name: 'resources_drifted', type: 'number', build: 'w.resources_drifted', description: 'Resources for which drift was detected.' },
     { name: 'resource_count', type: 'number', build: 'w.resource_count', description: 'Resources in the current state; null if unknown.' },
     { name: 'resources_undrifted', type: 'number', build: 'w.resources_undrifted', description: 'Resources for which drift was not detected.' },
     { name: 'source_module_id', type: 'string', build: 'w.source_module_id', description: 'The module the workspace was created from (e.g. private/acme/rds/aws/1.0.2); null if none.' },
     { name: 'state_version_{engine}_version', type: 'string', version: true, build: 'w.state_version_engine_version', description: 'Engine version that created the current run\'s state file.' },
-    { name: 'tags', type: 'string', build: 'w.tags', description: 'The workspace\'s tags, sorted and joined with ", "; null if none.' },
+    listField('tags', 'w.tags', 'The workspace\'s tags, sorted and joined with ", "; null if none.'),
     { name: 'vcs_repo_identifier', type: 'string', build: 'w.vcs_repo_identifier', description: 'Repository configured for the workspace; null if none.' },
     { name: 'workspace_created_at', type: 'datetime', build: 'w.created_at', description: 'Creation time.' },
     { name: 'workspace_name', type: 'string', build: 'w.name', description: 'Workspace name.' },
@@ -76,7 +82,7 @@ const tfVersions: ViewDecl = {
     { name: 'unique_identifier', type: 'string', build: TF_VERSION_ID, description: 'The row\'s id, repeated as a field.' },
     { name: 'version', type: 'string', version: true, build: 'g.version', description: 'Semantic version string.' },
     { name: 'workspace_count', type: 'number', build: workspaceCount, description: 'Workspaces using this version.' },
-    { name: 'workspaces', type: 'string', build: workspaceNames, description: 'Comma-separated names of those workspaces.' },
+    workspaceNames('Comma-separated names of those workspaces.'),
   ],
 };
 
@@ -102,7 +108,7 @@ function usageView(name: 'providers' | 'modules', prefix: string, rowType: strin
       { name: 'source', type: 'string', build: 'g.source', description: `${Noun} source.` },
       { name: 'version', type: 'string', version: true, build: 'g.version', description: 'Semantic version string.' },
       { name: 'workspace_count', type: 'number', build: workspaceCount, description: `Workspaces using this ${noun} version.` },
-      { name: 'workspaces', type: 'string', build: workspaceNames, description: 'Comma-separated names of those workspaces.' },
+      workspaceNames('Comma-separated names of those workspaces.'),
     ],
   };
 }

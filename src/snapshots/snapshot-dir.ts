@@ -71,6 +71,11 @@ export interface Manifest {
    * write/staging.ts sourceStateStatements); absent in older and compacted snapshots.
    */
   sourceState?: boolean;
+  /**
+   * Every view's list fields have their elements stored beside their text (catalog.ts membersColumn), which a
+   * summary by a list field reads; absent in snapshots loaded before they were, and in batch snapshots on such a base.
+   */
+  listMembers?: boolean;
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /**

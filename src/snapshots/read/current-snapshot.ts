@@ -198,6 +198,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
         // Snapshots from before the manifest recorded them have no counts: the plan then does not rely on one.
         organizationRows: rows ? (rows[organization] ?? 0) : undefined,
         rowJson: attachment !== null && manifest.rowJson === true,
+        listMembers: manifest.listMembers === true,
         csvLines,
         // The DuckDB files that store CSV lines store each organization's rows in the default order too.
         defaultOrderStored: csvLines !== undefined,
@@ -218,7 +219,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
  */
 function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
-  const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true };
+  const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
   const quoted = (a: Attachment) => `"${a.alias}"`;
   if (!workspaceColumn(view)) {
     const holder = layers.minor && layers.minorHolds.has(organization) ? layers.minor : layers.major!;

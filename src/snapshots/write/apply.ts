@@ -160,6 +160,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       indexes: current.indexes,
       positions: current.positions,
       sourceState: true,
+      ...(current.listMembers ? { listMembers: true } : {}),
       base: current.base ?? current.id,
       ...layers,
       sequence: (current.sequence ?? 0) + 1,

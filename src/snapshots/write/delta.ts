@@ -5,7 +5,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
+import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
@@ -196,11 +196,16 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
      */
     const write = async (view: string, rows: string, kept: string | null) => {
       const { order } = statements.get(view)!;
-      await createViewTable(db, `out.${ident(view)}`, `SELECT * FROM ${rows} LIMIT 0`);
+      // The base's columns, whatever the code builds today: every layer of a stack then has the same
+      // columns in the same order (readers union them by position), and a base loaded before a column was
+      // added (the list members) is served as it was until the next full load.
+      const columns = (await all(`SELECT column_name FROM (DESCRIBE base.${ident(view)})`)).map(([c]) => ident(c as string));
+      await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
       if (prev && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM prev.${ident(view)} WHERE ${kept}`);
       const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
       if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
-      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * REPLACE ((${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos)
+      const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
+      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')}
         FROM ${rows} t ORDER BY ${order}`);
     };
     await run('SET preserve_insertion_order = true');

@@ -116,6 +116,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
       indexes: Object.fromEntries(views.filter((v) => v.indexes.length > 0).map((v) => [v.view, v.indexes.map((i) => i.column)])),
       positions,
       sourceState: true,
+      listMembers: true,
     };
     const sizes: Record<string, number> = {};
     for (const name of [...Object.values(manifest.files), DATABASE_FILE]) sizes[name] = (await fs.stat(join(tmp, name))).size;

@@ -48,7 +48,7 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>, sl
   // loader's memory limit. Built a slice of the workspaces at a time, each slice's states are a fraction.
   const list = (table: string, usageTable: string) => Array.from({ length: slices }, (_, slice) => `
     ${slice === 0 ? `CREATE TABLE ${table} AS` : `INSERT INTO ${table}`}
-    SELECT workspace_id, count(*) AS n, array_to_string(list_sort(list(element)), ', ') AS list
+    SELECT workspace_id, count(*) AS n, list_sort(list(element)) AS members
     FROM (SELECT DISTINCT workspace_id, source || coalesce('@' || version, '') AS element FROM ${usageTable}
       WHERE hash(workspace_id) % ${slices} = ${slice})
     GROUP BY workspace_id`);
@@ -64,7 +64,8 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>, sl
        ${opt('engine_version')} AS engine_version,
        ${opt('state_version_engine_version')} AS state_version_engine_version,
        ${opt('vcs_repo_identifier')} AS vcs_repo_identifier,
-       nullif(array_to_string(list_sort(list_distinct(list_filter(tags, t -> t IS NOT NULL AND t <> ''))), ', '), '') AS tags,
+       CASE WHEN len(list_filter(tags, t -> t IS NOT NULL AND t <> '')) > 0
+         THEN list_sort(list_distinct(list_filter(tags, t -> t IS NOT NULL AND t <> ''))) END AS tags,
        current_run.id AS run_id, ${opt('current_run.status')} AS run_status, ${ts('current_run.applied_at')} AS run_applied_at,
        coalesce(checks.passed, 0) AS checks_passed, coalesce(checks.failed, 0) AS checks_failed,
        coalesce(checks.errored, 0) AS checks_errored, coalesce(checks."unknown", 0) AS checks_unknown,

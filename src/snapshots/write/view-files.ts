@@ -1,12 +1,13 @@
 // Each view's table in the snapshot's DuckDB file, and its Parquet file: one row per view row, every field
 // precomputed, hidden `_org`, `_org_key` and `_id` columns, a `<column>__f` ASCII-folded copy beside each
-// string field (null where folding changes nothing) and a `<column>__vk` order key beside each version field;
+// string field (null where folding changes nothing), a `<column>__vk` order key beside each version field and
+// a `<column>__m` list of elements beside each list field;
 // the DuckDB table also holds each row's JSON, CSV line and position (`_pos`). Sorted by organization (its
 // key orders as its name does), then the view's default order, so that a query reads only its organization's
 // row groups and a default-ordered page or export needs no sort of strings.
 import { VIEW_DECLS } from '../../catalog/views.js';
 import {
-  catalogFor, CSV_LINE_COLUMN, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
+  catalogFor, CSV_LINE_COLUMN, declaredColumn, membersColumn, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
 } from '../../catalog/catalog.js';
 import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
@@ -53,7 +54,10 @@ export function viewStatements(): ViewStatements[] {
   const catalog = catalogFor('terraform');
   return VIEW_DECLS.map((decl) => {
     const view = catalog.view(decl.name)!;
-    const columns = decl.fields.map((f) => `${f.build} AS "${f.name.replace('{engine}', 'engine')}"`);
+    const columns = decl.fields.flatMap((f) => [
+      `${f.build} AS ${ident(declaredColumn(f))}`,
+      ...(f.members === undefined ? [] : [`${f.members} AS ${ident(membersColumn(declaredColumn(f)))}`]),
+    ]);
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
