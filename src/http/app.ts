@@ -23,6 +23,7 @@ import { opsRoutes } from './routes/ops.js';
 import { ResponseCache } from './response-cache.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { savedViewRoutes } from './routes/saved-views.js';
+import { explorerSummaryRoutes } from './routes/summary.js';
 import type { RequestState } from './state.js';
 
 export interface Services {
@@ -59,6 +60,7 @@ export function createApp(services: Services): Koa<RequestState> {
   );
   explorerRoutes(organization, { ...services, cache });
   explorerHistoryRoutes(organization, { ...services, cache });
+  explorerSummaryRoutes(organization, { ...services, cache });
   savedViewRoutes(organization, { ...services, cache });
 
   app.use(requestId());

@@ -2,7 +2,7 @@ import type { Lease } from '../snapshots/read/current-snapshot.js';
 import type { TokenRecord } from '../store/state-store.js';
 
 /** What a request ran, for metrics: a page, an export, or history's changes (page or export) and trend. */
-export type QueryKind = 'page' | 'export' | 'changes' | 'changes-export' | 'trend';
+export type QueryKind = 'page' | 'export' | 'changes' | 'changes-export' | 'trend' | 'summary' | 'summary-export';
 
 /** What middleware learns about a request, for handlers and the request log. */
 export interface RequestState {

@@ -40,6 +40,8 @@ export interface CompileTarget {
   organizationRows?: number;
   /** The relation has each row's values as one JSON array (`_json`): pages read it instead of every column. */
   rowJson?: boolean;
+  /** The relation stores each list field's elements (catalog.ts membersColumn): a summary can group by them. */
+  listMembers?: boolean;
   /**
    * The relation stores each row's CSV line (`_csv`) of these fields (Field.index, in line order), with
    * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
@@ -152,19 +154,26 @@ export function condition(c: Condition, params: SqlValue[]): string {
 
 /** ORDER BY terms for one key (interface §5). Nulls are last in both directions. */
 export function orderTerms({ field, descending }: SortKey): string[] {
+  return orderTermsOver(field, descending, { value: col(field), folded: foldedValue(field), versionKey: ident(versionKeyColumn(field.column)) });
+}
+
+/**
+ * ORDER BY terms for a value of `field`'s type held in other columns than the field's own (a summary's
+ * group): `value`, its folded form (strings) and its version order key (versions), as SQL expressions.
+ */
+export function orderTermsOver(field: Field, descending: boolean, columns: { value: string; folded: string; versionKey: string }): string[] {
   const dir = descending ? 'DESC' : 'ASC';
-  const c0 = col(field);
+  const { value: c0, folded: f0, versionKey: vk } = columns;
   if (field.version) {
-    const vk = ident(versionKeyColumn(field.column));
     // Versions, then non-versions, then nulls — in both directions; versions compare by key, then exactly.
     return [
       `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END) ASC`,
       `${vk} ${dir} NULLS LAST`,
-      `(CASE WHEN ${vk} IS NULL THEN ${foldedValue(field)} END) ${dir} NULLS LAST`,
+      `(CASE WHEN ${vk} IS NULL THEN ${f0} END) ${dir} NULLS LAST`,
       `${c0} ${dir} NULLS LAST`,
     ];
   }
-  if (field.type === 'string') return [`${foldedValue(field)} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
+  if (field.type === 'string') return [`${f0} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
   return [`${c0} ${dir} NULLS LAST`];
 }
 

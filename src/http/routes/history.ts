@@ -3,8 +3,6 @@
 import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { VIEW_NAMES } from '../../catalog/catalog.js';
-import type { Field } from '../../catalog/types.js';
-import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
 import { changesCsvHeader, compileChanges, compileTrend } from '../../query/compile-history.js';
 import { pageLinks, pagination } from '../../query/links.js';
@@ -13,6 +11,7 @@ import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
 import { chooseChangePair, datetimeParameter } from '../../query/snapshot-choice.js';
 import { validatePage } from '../../query/validate.js';
+import { parseSums } from '../../query/summary.js';
 import { attachments, type Snapshot } from '../../snapshots/read/current-snapshot.js';
 import { rowAttributes } from '../../../workers/page-json.js';
 import { entityTag } from '../etag.js';
@@ -31,7 +30,6 @@ export interface HistoryQuery {
 
 /** The parameters that pick the snapshots of a change set, as received: links carry them. */
 const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
-const MAX_SUMS = 5;
 
 /** The query of `/explorer/...` history routes: the same parameters as a query's. */
 function queryOf(deps: ExplorerDeps, params: Map<string, string>): HistoryQuery {
@@ -99,28 +97,10 @@ async function answerChangesCsv(ctx: Ctx, deps: ExplorerDeps, { query }: History
   });
 }
 
-/** `sum=<field>[,<field>…]`: number fields of the view, each once, at most five. */
-function sumFields(query: Query, raw: string | undefined): Field[] {
-  if (raw === undefined) return [];
-  const names = raw.split(',').map((s) => s.trim());
-  const numbers = query.view.fields.filter((f) => f.type === 'number').map((f) => f.name);
-  if (names.length > MAX_SUMS) throw badParameter('sum', `At most ${MAX_SUMS} fields can be summed; got ${names.length}.`);
-  const fields: Field[] = [];
-  for (const name of names) {
-    const field = query.view.field(name);
-    if (!field || field.type !== 'number') {
-      throw badParameter('sum', `${JSON.stringify(name)} is not a number field of ${query.view.name}: sum one of ${numbers.join(', ')}.`);
-    }
-    if (fields.includes(field)) throw badParameter('sum', `${name} is named twice in sum.`);
-    fields.push(field);
-  }
-  return fields;
-}
-
 /** docs/history.md §5: one point per retained snapshot that includes the organization, oldest first. */
 async function answerTrend(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
   const organization = ctx.state.organization!;
-  const sums = sumFields(query, params.get('sum'));
+  const sums = parseSums(query.view, params.get('sum'));
   const since = params.has('since') ? datetimeParameter('since', params.get('since')!) : undefined;
   const points = (await organizationHistory(ctx, deps.snapshots)).filter((s) => since === undefined || Date.parse(s.loadedAt) >= since);
   for (const point of points) hold(ctx, deps.snapshots, point.snapshot);

@@ -15,6 +15,7 @@ import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { answerCsv, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
 import { historyRoutes } from './history.js';
+import { savedSummaryRoutes } from './summary.js';
 import { travel } from '../time-travel.js';
 
 type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string> };
@@ -130,4 +131,5 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
   /** The saved query as history routes take it: its filters, fields and sort, with this request's paging. */
   const savedHistoryQuery = async (ctx: Ctx, paging: boolean) => savedQuery(ctx, await viewOf(ctx), paging);
   historyRoutes(router, deps, '/explorer/views/:view_id', (ctx) => savedHistoryQuery(ctx as Ctx, true), (ctx) => savedHistoryQuery(ctx as Ctx, false));
+  savedSummaryRoutes(router, deps, '/explorer/views/:view_id', (ctx, paging) => savedHistoryQuery(ctx as Ctx, paging));
 }

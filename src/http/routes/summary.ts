@@ -1,0 +1,132 @@
+// Summaries (docs/summaries.md): a query's rows counted and summed by group, one page as JSON or every group
+// as CSV. The same parsing, compiler pieces, pool, deadline, cancellation, admission, ETags, response cache
+// and metrics as a query's.
+import type { Router } from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { badParameter } from '../../errors.js';
+import { runRows } from '../../pool/run-page.js';
+import { compileSummary, summaryCsvHeader } from '../../query/compile-summary.js';
+import type { CompileTarget } from '../../query/compile.js';
+import { pageLinks, pagination } from '../../query/links.js';
+import { parseQueryParameters } from '../../query/parse-query.js';
+import type { Query } from '../../query/query.js';
+import { decodeQueryString } from '../../query/query-string.js';
+import { parseSummary, summaryCarried, SUMMARY_PARAMETERS, type Summary } from '../../query/summary.js';
+import { attachments, type Snapshot } from '../../snapshots/read/current-snapshot.js';
+import { entityTag } from '../etag.js';
+import type { RequestState } from '../state.js';
+import { readAsOf, travel } from '../time-travel.js';
+import { answerJson, baseUrl, streamCsv, withoutPaging, type ExplorerDeps } from './explorer.js';
+
+type Ctx = ParameterizedContext<RequestState>;
+
+/** The summary's rows and groups in this request's snapshot; a list group needs the elements stored. */
+function summaryTarget(ctx: Ctx, summary: Summary): { snapshot: Snapshot; target: CompileTarget } {
+  const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
+  const target = snapshot.target(summary.query.view.name, ctx.state.organization!);
+  const list = summary.groups.find((g) => g.field.list);
+  if (list && !target.listMembers) {
+    throw badParameter('group_by', `Snapshot ${snapshot.id} was loaded before list elements were stored, so it cannot be grouped by ${list.field.name}; `
+      + 'group by another field, choose a later snapshot, or load the source again.');
+  }
+  return { snapshot, target };
+}
+
+const jsonOf = (value: unknown) => (typeof value === 'bigint' ? value.toString() : JSON.stringify(value));
+
+/** One page of groups as JSON; `carried` are the parameters its links repeat. */
+async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, carried: [string, string][]): Promise<void> {
+  const organization = ctx.state.organization!;
+  const { snapshot, target } = summaryTarget(ctx, summary);
+  const { query, groups, sums } = summary;
+  const compiled = compileSummary(summary, target);
+  const base = baseUrl(ctx, deps.config.publicUrl);
+  const etag = entityTag(['summary', snapshot.id, organization, compiled.page, base, carried]);
+  await answerJson(ctx, deps, etag, async () => {
+    const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'summary' };
+    const started = performance.now();
+    const [rows] = await runRows(deps.pool, {
+      organization,
+      attach: attachments(snapshot),
+      statements: [compiled.page],
+      deadline: Date.now() + deps.config.queryTimeoutMs,
+      timeoutMs: deps.config.queryTimeoutMs,
+    }, ctx.res);
+    metered.seconds = (performance.now() - started) / 1000;
+    const [groupCount, matched] = rows![0]!.slice(0, 2).map(Number) as [number, number];
+    const items = rows!.filter((r) => r[2] !== null).map((r) => {
+      const [id, ...values] = r.slice(2);
+      const attributes = groups.map((g, i) => `${JSON.stringify(g.field.attribute)}:${jsonOf(values[i])}`);
+      attributes.push(`"count":${jsonOf(values[groups.length])}`);
+      if (sums.length > 0) {
+        const totals = values.slice(groups.length + 1);
+        attributes.push(`"sums":{${sums.map((f, j) => `${JSON.stringify(f.name)}:${totals[j] === null ? 'null' : String(totals[j])}`).join(',')}}`);
+      }
+      return `{"id":${JSON.stringify(id)},"type":"explorer-summary-groups","attributes":{${attributes.join(',')}}}`;
+    });
+    const meta = pagination(query.page.number, query.page.size, groupCount);
+    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinks(base, carried, meta))},`
+      + `"meta":${JSON.stringify({ pagination: meta, rows: matched, groups: groupCount })}}`);
+    metered.bytes = body.length;
+    return { body, rows: items.length };
+  });
+}
+
+/** Every group as CSV. */
+async function answerSummaryCsv(ctx: Ctx, deps: ExplorerDeps, summary: Summary): Promise<void> {
+  const organization = ctx.state.organization!;
+  const { snapshot, target } = summaryTarget(ctx, summary);
+  const compiled = compileSummary(summary, target);
+  const header = summaryCsvHeader(summary);
+  await streamCsv(ctx, deps, {
+    etag: entityTag(['summary-csv', snapshot.id, organization, compiled.export, header]),
+    metered: { view: summary.query.view.name, kind: 'summary-export' },
+    attach: attachments(snapshot),
+    query: compiled.export,
+    lines: false,
+    header,
+    name: `${summary.query.view.name}-summary`,
+  });
+}
+
+/** A query's parameters without a summary's own, whose `sort` means something else. */
+function queryParameters(params: ReadonlyMap<string, string>): Map<string, string> {
+  const rest = new Map(params);
+  for (const p of [...SUMMARY_PARAMETERS, 'fields']) rest.delete(p);
+  for (const key of rest.keys()) if (key.startsWith('fields[')) rest.delete(key);
+  return rest;
+}
+
+export function explorerSummaryRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
+  router.get('/explorer/summary', async (ctx) => {
+    const params = decodeQueryString(ctx.querystring);
+    const { query, carried } = parseQueryParameters(deps.config.engine, queryParameters(params));
+    const summary = parseSummary(deps.config.engine, query, params);
+    await answerSummary(ctx, deps, summary, [...carried, ...summaryCarried(params), ...await travel(ctx, deps.snapshots, params)]);
+  });
+  router.get('/explorer/summary/export/csv', async (ctx) => {
+    const params = withoutPaging(decodeQueryString(ctx.querystring));
+    const { query } = parseQueryParameters(deps.config.engine, queryParameters(params));
+    const summary = parseSummary(deps.config.engine, query, params);
+    await travel(ctx, deps.snapshots, params);
+    await answerSummaryCsv(ctx, deps, summary);
+  });
+}
+
+/**
+ * A saved view's summaries under `prefix`: the saved query's filters (`savedQuery` gives them, with this
+ * request's paging or none), grouped as this request asks.
+ */
+export function savedSummaryRoutes(router: Router<RequestState>, deps: ExplorerDeps, prefix: string, savedQuery: (ctx: Ctx, paging: boolean) => Promise<Query>): void {
+  router.get(`${prefix}/summary`, async (ctx) => {
+    const params = decodeQueryString(ctx.querystring);
+    const summary = parseSummary(deps.config.engine, await savedQuery(ctx, true), params);
+    await answerSummary(ctx, deps, summary, [...summaryCarried(params), ...await travel(ctx, deps.snapshots, params)]);
+  });
+  router.get(`${prefix}/summary/export/csv`, async (ctx) => {
+    const params = withoutPaging(decodeQueryString(ctx.querystring));
+    const summary = parseSummary(deps.config.engine, await savedQuery(ctx, false), params);
+    await travel(ctx, deps.snapshots, params);
+    await answerSummaryCsv(ctx, deps, summary);
+  });
+}

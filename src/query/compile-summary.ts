@@ -1,0 +1,115 @@
+// Summary → SQL (docs/summaries.md). Pure, like compile.ts, whose pieces it reuses: the same organization
+// test and conditions select the rows, the same order terms rank the groups, the same JSON and CSV text
+// write their values. A list field is grouped by the elements stored beside its text (catalog.ts
+// membersColumn), never by splitting the text again.
+import { membersColumn, versionKeyColumn } from '../catalog/catalog.js';
+import type { Field } from '../catalog/types.js';
+import { condition, csvText, foldSql, ident, jsonValueSql, organizationTest, orderTermsOver, type CompileTarget, type SqlValue } from './compile.js';
+import type { GroupKey, Period, Summary, SummarySortKey } from './summary.js';
+
+interface Statement { sql: string; params: SqlValue[] }
+
+export interface CompiledSummary {
+  /**
+   * The page of groups, with the summary's totals riding on it: every row starts with the number of groups
+   * and of matching rows, then the group's id, each group value in its JSON form, its count and each sum as
+   * JSON number text. A page past the end is one row of totals with nulls.
+   */
+  page: Statement;
+  /** Every group as CSV columns: each group value, the count, then each sum. */
+  export: Statement;
+}
+
+/** date_trunc's part for each period, written from this table, never from the request. */
+const PERIOD_PART: Record<Period, string> = { day: `'day'`, week: `'week'`, month: `'month'`, year: `'year'` };
+
+const group = (i: number) => ident(`_g${i}`);
+const versionKey = (i: number) => ident(`_k${i}`);
+const total = (j: number) => ident(`_s${j}`);
+const summed = (j: number) => ident(`_sum${j}`);
+
+/**
+ * The matching rows, one per combination of their groups' values: each group value (a period's first
+ * instant for a datetime; one element of a list, each list unnested in a query of its own, so that two lists
+ * give every combination of their elements where one SELECT would pair them), the version order key of a
+ * version field, and each summed value.
+ */
+function groupedRows(summary: Summary, target: CompileTarget, params: SqlValue[]): string {
+  const { query, groups, sums } = summary;
+  const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
+  const columns = groups.flatMap((g, i) => {
+    const column = ident(g.field.column);
+    if (g.field.list) return [`${ident(membersColumn(g.field.column))} AS ${ident(`_l${i}`)}`];
+    const value = g.period ? `date_trunc(${PERIOD_PART[g.period]}, ${column})` : column;
+    return [`${value} AS ${group(i)}`, ...(g.field.version ? [`${ident(versionKeyColumn(g.field.column))} AS ${versionKey(i)}`] : [])];
+  });
+  const rows = `SELECT ${[...columns, ...sums.map((f, j) => `${ident(f.column)} AS ${total(j)}`)].join(', ')}\nFROM ${target.relation}\nWHERE ${where}`;
+  // A row whose list is null counts once, in the null group.
+  return groups.reduce((inner, g, i) => (!g.field.list ? inner
+    : `SELECT * EXCLUDE (${ident(`_l${i}`)}), unnest(coalesce(${ident(`_l${i}`)}, [NULL::VARCHAR])) AS ${group(i)}\nFROM (${inner})`), rows);
+}
+
+/** The ORDER BY of the groups: the requested keys, then every group field ascending, nulls last. */
+function orderBy(summary: Summary): string {
+  const groupTerms = (g: GroupKey, i: number, descending: boolean) =>
+    orderTermsOver(g.field, descending, { value: group(i), folded: g.field.type === 'string' ? foldSql(group(i)) : group(i), versionKey: versionKey(i) });
+  const terms = (key: SummarySortKey): string[] => {
+    const dir = key.descending ? 'DESC' : 'ASC';
+    if (key.by === 'count') return [`"_count" ${dir}`];
+    if (key.by === 'sum') return [`${summed(key.index)} ${dir} NULLS LAST`];
+    return groupTerms(summary.groups[key.index]!, key.index, key.descending);
+  };
+  const all = [...summary.sort.flatMap(terms), ...summary.groups.flatMap((g, i) => groupTerms(g, i, false))];
+  return `ORDER BY ${[...new Set(all)].join(', ')}`;
+}
+
+/** A group value as the CSV export writes it, unquoted (null as ''): also what a group's id hashes. */
+const csvValue = (g: GroupKey, i: number) => csvText(g.field, group(i));
+
+export function compileSummary(summary: Summary, target: CompileTarget): CompiledSummary {
+  const { query, groups, sums } = summary;
+  const order = orderBy(summary);
+  const keys = groups.flatMap((g, i) => [group(i), ...(g.field.version ? [versionKey(i)] : [])]);
+  const aggregates = ['count(*) AS "_count"', ...sums.map((_, j) => `sum(${total(j)}) AS ${summed(j)}`)];
+  const grouped = (params: SqlValue[]) => `WITH r AS (${groupedRows(summary, target, params)}),
+s AS MATERIALIZED (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY ${keys.join(', ')})`;
+
+  const pageParams: SqlValue[] = [];
+  const withGroups = grouped(pageParams);
+  // Without a list, every matching row is in exactly one group; with one, a row may be in several or (with
+  // an empty list) in the null group, so the matching rows are counted apart.
+  let rows = 'SELECT coalesce(sum("_count"), 0) AS "_rows" FROM s';
+  if (groups.some((g) => g.field.list)) {
+    const where = [organizationTest(target, pageParams), ...query.conditions.map((c) => condition(c, pageParams))].join(' AND ');
+    rows = `SELECT count(*) AS "_rows" FROM ${target.relation} WHERE ${where}`;
+  }
+  pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
+  // The id: sha256 of the view's name, then each group's spelling and CSV value, joined by line feeds.
+  const hashed = [`?`, ...groups.flatMap((g, i) => [`?`, csvValue(g, i)])];
+  pageParams.push(query.view.name, ...groups.flatMap((g) => [g.spelling]));
+  const values = groups.map((g, i) => `${jsonValueSql(g.field, group(i))} AS ${ident(`_v${i}`)}`);
+  const page = `${withGroups},
+n AS (${rows}),
+p AS (SELECT * FROM s ${order} LIMIT ? OFFSET ?)
+SELECT (SELECT count(*) FROM s) AS "_groups", n."_rows",
+  'sg-' || substr(sha256(concat_ws(chr(10), ${hashed.join(', ')})), 1, 16) AS "_id",
+  ${[...values, '"_count"', ...sums.map((_, j) => `CAST(${summed(j)} AS VARCHAR)`)].join(', ')}
+FROM n LEFT JOIN p ON true
+${order}`;
+
+  const exportParams: SqlValue[] = [];
+  const columns = [
+    ...groups.map((g, i) => `${csvValue(g, i)} AS ${ident(`_csv${i}`)}`),
+    `CAST("_count" AS VARCHAR) AS "_csv_count"`,
+    ...sums.map((_, j) => `coalesce(CAST(${summed(j)} AS VARCHAR), '') AS ${ident(`_csv_sum${j}`)}`),
+  ];
+  const exported = `${grouped(exportParams)}
+SELECT ${columns.join(', ')}
+FROM s
+${order}`;
+  return { page: { sql: page, params: pageParams }, export: { sql: exported, params: exportParams } };
+}
+
+/** The CSV header of a summary export: the group fields without their periods, count, then sum_<field>. */
+export const summaryCsvHeader = (summary: Summary) =>
+  [...summary.groups.map((g) => g.field.name), 'count', ...summary.sums.map((f: Field) => `sum_${f.name}`)].join(',');
