@@ -92,7 +92,7 @@ s AS MATERIALIZED (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY
 n AS (${rows}),
 p AS (SELECT * FROM s ${order} LIMIT ? OFFSET ?)
 SELECT (SELECT count(*) FROM s) AS "_groups", n."_rows",
-  'sg-' || substr(sha256(concat_ws(chr(10), ${hashed.join(', ')})), 1, 16) AS "_id",
+  CASE WHEN "_count" IS NOT NULL THEN 'sg-' || substr(sha256(concat_ws(chr(10), ${hashed.join(', ')})), 1, 16) END AS "_id",
   ${[...values, '"_count"', ...sums.map((_, j) => `CAST(${summed(j)} AS VARCHAR)`)].join(', ')}
 FROM n LEFT JOIN p ON true
 ${order}`;

@@ -47,10 +47,18 @@ export const MODULES = fx.modules as Src[];
 export const RESOURCES = fx.resources as Src[];
 export const ORGANIZATIONS = sourceFile('organizations.ndjson');
 
-export function workspaceModel(w: Src): Model {
+/** The source rows a model is derived from: the fixture's unless a test writes its own. */
+export interface Sources { workspaces: Src[]; providers: Src[]; modules: Src[]; projects: Src[] }
+export const FIXTURE: Sources = { workspaces: WS, providers: PROVIDERS, modules: MODULES, projects: PROJECTS };
+
+/** A workspace's list fields as the lists they are joined from (interface §3): sorted, distinct, without empties. */
+export function workspaceLists(w: Src, src: Sources = FIXTURE): { tags: string[]; providers: string[]; modules: string[] } {
   const uses = (rows: Src[]) => distinctSorted(rows.filter((r) => r.workspace_id === w.id).map((r) => (opt(r.version) ? `${r.source}@${r.version}` : r.source)));
-  const providers = uses(PROVIDERS);
-  const modules = uses(MODULES);
+  return { tags: distinctSorted(w.tags ?? []), providers: uses(src.providers), modules: uses(src.modules) };
+}
+
+export function workspaceModel(w: Src, src: Sources = FIXTURE): Model {
+  const { providers, modules } = workspaceLists(w, src);
   const c = (k: string): number => w.checks?.[k] ?? 0;
   return {
     all_checks_succeeded: c('failed') === 0 && c('errored') === 0,
@@ -68,7 +76,7 @@ export function workspaceModel(w: Src): Model {
     modules: modules.length ? modules.join(', ') : null,
     organization_name: w.organization,
     project_external_id: w.project_id,
-    project_name: PROJECTS.find((p) => p.id === w.project_id)!.name,
+    project_name: src.projects.find((p) => p.id === w.project_id)!.name,
     provider_count: providers.length,
     providers: providers.length ? providers.join(', ') : null,
     resource_count: w.resource_count ?? null,
@@ -90,8 +98,8 @@ export const PREFIX: Record<AggView, string> = { tf_versions: 'tfv', providers: 
 export const rowId = (prefix: string, org: string, view: string, keys: (string | null)[]) =>
   `${prefix}-${createHash('sha256').update([org, view, ...keys.map((k) => k ?? '')].join('\n'), 'utf8').digest('hex').slice(0, 16)}`;
 
-export function aggregateModel(view: AggView, org: string = fx.ORG): { id: string; attributes: Model }[] {
-  const orgWs = WS.filter((w) => w.organization === org);
+export function aggregateModel(view: AggView, org: string = fx.ORG, src: Sources = FIXTURE): { id: string; attributes: Model; workspaces: string[] }[] {
+  const orgWs = src.workspaces.filter((w) => w.organization === org);
   const groups = new Map<string, { keys: (string | null)[]; ws: Src[]; curated: boolean }>();
   const add = (keys: (string | null)[], w: Src, curated = false) => {
     const k = JSON.stringify(keys);
@@ -103,7 +111,7 @@ export function aggregateModel(view: AggView, org: string = fx.ORG): { id: strin
   if (view === 'tf_versions') {
     for (const w of orgWs) if (opt(w.engine_version) !== null) add([opt(w.engine_version)], w);
   } else {
-    for (const u of view === 'providers' ? PROVIDERS : MODULES) {
+    for (const u of view === 'providers' ? src.providers : src.modules) {
       const w = orgWs.find((x) => x.id === u.workspace_id);
       if (w) add([u.name, u.source, opt(u.version), opt(u.registry_type)], w, u.curated === true);
     }
@@ -114,7 +122,7 @@ export function aggregateModel(view: AggView, org: string = fx.ORG): { id: strin
     const attributes: Model = view === 'tf_versions'
       ? { unique_identifier: id, version: g.keys[0]!, ...common }
       : { curated: g.curated, name: g.keys[0]!, registry_type: g.keys[3]!, source: g.keys[1]!, version: g.keys[2]!, ...common };
-    return { id, attributes };
+    return { id, attributes, workspaces: distinctSorted(g.ws.map((w) => w.name)) };
   });
 }
 /** A resource row by decisions of the `resources` view: prefix rule, `root`, `run` / `local`, absent billable = false. */

@@ -137,7 +137,7 @@ const escapePointer = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
 // ---------------------------------------------------------------------------------------------------------
 // What the rules say (interface §4) over the fixture: acme-corp's workspaces, modelled without the server.
 
-const ACME: Model[] = WS.filter((w) => w.organization === ORG).map(workspaceModel);
+const ACME: Model[] = WS.filter((w) => w.organization === ORG).map((w) => workspaceModel(w));
 const STRING_FIELDS = catalogFor(ENGINE).view('workspaces')!.fields.filter((f) => f.type === 'string').map((f) => f.name);
 const FILTERED_FIELDS = ['workspace_name', 'vcs_repo_identifier', 'tags', 'providers', 'project_name', 'state_version_terraform_version'];
 const STRING_OPERATORS = ['contains', 'does not contain', 'is', 'is_not'] as const;
