@@ -2,7 +2,7 @@
 // would answer had the resulting source been loaded whole. Two data directories start from one loaded base:
 // one takes each batch through `apply`, the other takes a full load of the source the batch oracle computes
 // (test/helpers/batch-oracle.ts), labelled alike. After each batch, the routes of every organization (queries
-// of every view, paged, filtered and sorted, exports, snapshots, changes, trends) must answer the same bytes
+// of every view, paged, filtered and sorted, exports, snapshots, changes, trends, summaries) must answer the same bytes
 // on both, once snapshot ids and load times are put aside.
 import { expect } from 'chai';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -43,6 +43,11 @@ function routes(org: string): string[] {
       `${base}/changes/export/csv?type=${view.name}`,
       `${base}/trend?type=${view.name}`,
     );
+    // Summaries by each list field (the elements a delta stores too), or by the identifying field, with a sum.
+    const lists = view.fields.filter((f) => f.list).map((f) => f.name);
+    const summary = { type: view.name, group_by: (lists.length > 0 ? lists : [name]).slice(0, 3).join(','),
+      ...(view.fields.some((f) => f.type === 'number') ? { sum: view.fields.find((f) => f.type === 'number')!.name } : {}) };
+    out.push(`${base}/summary${clientQuery({ ...summary, 'page[size]': '100' })}`, `${base}/summary/export/csv${clientQuery(summary)}`);
   }
   return out;
 }
