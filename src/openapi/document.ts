@@ -61,6 +61,7 @@ export function openApiDocument(opts: OpenApiOptions): Json {
       { name: 'Explorer', description: 'Queries and CSV exports.' },
       { name: 'Saved views', description: 'Stored queries of an organization.' },
       { name: 'History', description: 'The retained snapshots, what changed between two of them, and trends.' },
+      { name: 'Summaries', description: 'A query\'s rows counted and summed by group, as JSON or CSV.' },
       { name: 'Explorer page', description: 'The web page, served by the same server (no token needed to load it).' },
       { name: 'Service', description: 'Operations and this contract.' },
     ],

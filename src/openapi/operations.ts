@@ -2,7 +2,7 @@
 // src/http/routes/*.ts; test/http/openapi.test.ts walks the app's routers and fails when one is missing here.
 import type { Catalog } from '../catalog/catalog.js';
 import {
-  CHANGE_PAIR_PARAMETERS, PAGE_PARAMETERS, paramRef, queryParameterNames, TIME_TRAVEL_PARAMETERS, TREND_PARAMETERS,
+  CHANGE_PAIR_PARAMETERS, PAGE_PARAMETERS, paramRef, queryParameterNames, SUMMARY_PARAMETERS, TIME_TRAVEL_PARAMETERS, TREND_PARAMETERS,
 } from './parameters.js';
 import { errorResponseRef, headerRef, JSONAPI, organizationHeaders, type ErrorStatus, type ResponseOptions } from './responses.js';
 import { ref, type Json } from './schemas.js';
@@ -219,6 +219,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     csvReRun(`${viewPath}/csv`, 'savedViewCsv', false),
     csvReRun(`${viewPath}/export/csv`, 'savedViewExportCsv', true),
     ...historySpecs(catalog, viewPath),
+    ...summarySpecs(catalog, viewPath),
   ];
 }
 
@@ -229,6 +230,48 @@ const changesCsv = (): Json => ({
   headers: { 'Content-Disposition': headerRef('Content-Disposition'), 'Cache-Control': headerRef('Cache-Control') },
   content: { 'text/csv': { schema: { type: 'string' } } },
 });
+
+/** docs/summaries.md: a query's rows counted and summed by group, for queries and for saved views. */
+function summarySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
+  const description = 'Selects the rows as a query does (`filter`), then counts them, and sums any `sum` fields, by up to three group fields. '
+    + 'Each group\'s id is `sg-` and the first 16 hex digits of sha256 over the view\'s name and each group field\'s spelling and CSV value, '
+    + 'joined by line feeds: it does not depend on the organization.';
+  const query = queryParameterNames(catalog, false).filter((p) => p === 'type' || p === 'filter');
+  const csv = (): Json => ({
+    description: 'Every group as CSV: a header of the group fields (snake_case, without their periods), `count`, then `sum_<field>` for each '
+      + 'summed field; the same order; quoting, datetimes and line ends as in query exports; the file is named `<organization>-<view>-summary-<UTC time>.csv`.',
+    headers: { 'Content-Disposition': headerRef('Content-Disposition'), 'Cache-Control': headerRef('Cache-Control') },
+    content: { 'text/csv': { schema: { type: 'string' } } },
+  });
+  const page = { description: 'One page of groups, with links, pagination, the rows matched and the number of groups.', content: jsonApi(ref('SummaryPage')) };
+  const specs: OperationSpec[] = [
+    {
+      method: 'get', path: `${ORG}/explorer/summary`, operationId: 'summary', tag: 'Summaries', organization: true, conditional: true,
+      summary: 'Count and sum a view\'s rows by group: one page', description,
+      parameters: [...query, ...SUMMARY_PARAMETERS, ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: page }, errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${ORG}/explorer/summary/export/csv`, operationId: 'summaryCsv', tag: 'Summaries', organization: true, conditional: true,
+      summary: 'Export every group of a summary as CSV', description: `${description} Paging is ignored.`,
+      parameters: [...query, ...SUMMARY_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: csv() }, errors: [400, 504],
+    },
+    {
+      method: 'get', path: `${viewPath}/summary`, operationId: 'savedViewSummary', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'Count and sum a saved view\'s rows by group: one page', description: `${description} The rows are the stored query's (its filters; its fields and sort do not apply).`,
+      parameters: ['view_id', ...SUMMARY_PARAMETERS, ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: page }, errors: [400, 422, 504],
+    },
+    {
+      method: 'get', path: `${viewPath}/summary/export/csv`, operationId: 'savedViewSummaryCsv', tag: 'Saved views', organization: true, conditional: true,
+      summary: 'Export every group of a saved view\'s summary as CSV', description: `${description} The rows are the stored query's.`,
+      parameters: ['view_id', ...SUMMARY_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: csv() }, errors: [400, 422, 504],
+    },
+  ];
+  return specs.map((spec) => ({ ...spec, readsSnapshot: true }));
+}
 
 /** docs/history.md: the snapshot list, changes and trends, for queries and for saved views. */
 function historySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {

@@ -14,6 +14,8 @@ export const TIME_TRAVEL_PARAMETERS = ['snapshot', 'as_of'];
 export const CHANGE_PAIR_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
 /** Parameters of a trend (docs/history.md §5). */
 export const TREND_PARAMETERS = ['sum', 'since'];
+/** Parameters of a summary (docs/summaries.md). */
+export const SUMMARY_PARAMETERS = ['group_by', 'sum', 'summary.sort'];
 
 /** Component names of the query parameters of endpoints 1 and 2 (interface §4–5). */
 export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
@@ -113,9 +115,24 @@ export function componentParameters(catalog: Catalog): Record<string, Json> {
     },
     sum: {
       name: 'sum', in: 'query', required: false,
-      description: 'Number fields of the view to sum over the matching rows of each point, comma-separated, each once, at most 5.',
+      description: 'Number fields of the view to sum over the matching rows of each trend point or summary group, comma-separated, each once, at most 5.',
       schema: { type: 'string' },
       examples: { workspaces: { value: 'resource_count,current_rum_count' } },
+    },
+    group_by: {
+      name: 'group_by', in: 'query', required: true,
+      description: 'One to three fields of the view named by `type`, comma-separated, each once. A datetime is grouped by a period after a colon '
+        + '(`workspace_created_at:month`: `day`, `week` (ISO, from Monday), `month` or `year`, in UTC); any other field by its name alone. '
+        + 'A list field (`tags`, `providers`, `modules`, `workspaces`) groups by each of its elements, so a row may count in several groups.',
+      schema: { type: 'string' },
+      examples: { project: { value: 'project_name' }, tags: { value: 'tags' }, month: { value: 'workspace_created_at:month' } },
+    },
+    'summary.sort': {
+      name: 'sort', in: 'query', required: false,
+      description: 'Sort keys of the groups, comma-separated, each optionally prefixed by `-`: `count`, a grouped field by its name (without its period), '
+        + 'or `sum_<field>` of a summed field. Default `-count`, then each group field ascending; ties always end by the group fields ascending, nulls last.',
+      schema: { type: 'string' },
+      examples: { largest: { value: '-count' }, billed: { value: '-sum_current_rum_count' } },
     },
     since: {
       name: 'since', in: 'query', required: false,

@@ -410,6 +410,45 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
       },
     },
   };
+  out.SummaryGroup = {
+    type: 'object',
+    required: ['id', 'type', 'attributes'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', pattern: '^sg-[0-9a-f]{16}$' },
+      type: { const: 'explorer-summary-groups' },
+      attributes: {
+        type: 'object',
+        required: ['count'],
+        description: 'Each group field in kebab-case with its value as in a row (a datetime as its period\'s first instant; a list field as one element; '
+          + 'null for the null group), `count`, and with `sum` the `sums`.',
+        properties: {
+          count: { type: 'integer', minimum: 1, description: 'Rows in the group.' },
+          sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the group\'s rows, null when every value is null.', additionalProperties: { type: ['number', 'null'] } },
+        },
+        additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
+      },
+    },
+  };
+  out.SummaryPage = {
+    type: 'object',
+    required: ['data', 'links', 'meta'],
+    additionalProperties: false,
+    properties: {
+      data: { type: 'array', items: ref('SummaryGroup'), maxItems: MAX_PAGE_SIZE },
+      links: ref('PageLinks'),
+      meta: {
+        type: 'object',
+        required: ['pagination', 'rows', 'groups'],
+        additionalProperties: false,
+        properties: {
+          pagination: (out.PageMeta as { properties: { pagination: Json } }).properties.pagination,
+          rows: { type: 'integer', minimum: 0, description: 'Rows the filters matched.' },
+          groups: { type: 'integer', minimum: 0, description: 'Groups in all.' },
+        },
+      },
+    },
+  };
   out.TrendPoint = {
     type: 'object',
     required: ['id', 'type', 'attributes'],

@@ -365,6 +365,18 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${VIEW}/changes/export/csv`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/changes`, { params: { view_id: id }, query: `?from=${second.manifest.id}` })).status).to.equal(400);
 
+    // Summaries: every view, a page valid against SummaryPage, the CSV, the saved-view variants, and an error.
+    for (const view of catalog.views) {
+      const sum = view.fields.find((f) => f.type === 'number');
+      const summary = await call('GET', `${EXPLORER}/summary`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}${sum ? `&sum=${sum.name}` : ''}` });
+      expect(summary.status, summary.text.slice(0, 300)).to.equal(200);
+      contract.expectValid(contract.schemaPointer('SummaryPage'), summary.body);
+      expect((await call('GET', `${EXPLORER}/summary/export/csv`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}` })).status).to.equal(200);
+    }
+    expect((await call('GET', `${EXPLORER}/summary`, { query: '?type=workspaces' })).status).to.equal(400);
+    expect((await call('GET', `${VIEW}/summary`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/summary/export/csv`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
+
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(404);
 

@@ -146,7 +146,7 @@ describe('change batches answer as a full load of the resulting source', functio
             compared++;
           }
         }
-        expect(compared).to.equal(everOrgs.size * (1 + VIEW_NAMES.length * 8));
+        expect(compared).to.equal(everOrgs.size * (1 + VIEW_NAMES.length * 10));
       }
       expect([...forms].sort()).to.deep.equal(['both deltas', 'fold', 'newer delta only']);
     });
