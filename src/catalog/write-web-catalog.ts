@@ -28,7 +28,7 @@ export interface WebCatalog {
     defaultSort: string[];
     /** Shown first in the page's table (ViewDecl.identifying). */
     identifying: string[];
-    fields: { name: string; attribute: string; type: FieldType; version: boolean; description: string }[];
+    fields: { name: string; attribute: string; type: FieldType; version: boolean; list: boolean; description: string }[];
   }[];
 }
 
@@ -48,7 +48,7 @@ export function renderWebCatalog(catalog: Catalog = catalogFor('terraform')): We
       rowType: v.rowType,
       defaultSort: [...v.defaultSort],
       identifying: [...v.identifying],
-      fields: v.fields.map((f) => ({ name: f.name, attribute: f.attribute, type: f.type, version: f.version, description: f.description })),
+      fields: v.fields.map((f) => ({ name: f.name, attribute: f.attribute, type: f.type, version: f.version, list: f.list, description: f.description })),
     })),
   };
 }

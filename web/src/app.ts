@@ -801,6 +801,7 @@ function wire(): void {
     download: downloadCsv,
     // The snapshot picker: the same query, first page, in another snapshot (and in the link).
     travel: (snapshot) => { query.snapshot = snapshot; query.page = 1; void runQuery({ push: true }); },
+    drill: (filters) => { query.filters.push(...filters); query.page = 1; renderFilters(); void runQuery({ push: true }); },
   });
   el.copyLink.addEventListener('click', async () => {
     writeUrl(false);

@@ -7,6 +7,8 @@ export interface WebField {
   attribute: string;
   type: FieldType;
   version: boolean;
+  /** A list field: a summary groups it by element, and a drill-down filters it with `contains`. */
+  list: boolean;
   description: string;
 }
 

@@ -8,6 +8,7 @@ import type { Catalog, WebField, WebView } from './catalog.js';
 import { barChart, trendChart, valuesTable, type TrendPoint } from './charts.js';
 import { byId, focus, formatCount, h } from './dom.js';
 import * as Q from './query.js';
+import * as Summary from './summary.js';
 
 interface Pagination {
   'current-page': number; 'page-size': number; 'next-page': number | null; 'prev-page': number | null;
@@ -42,6 +43,8 @@ export interface HistoryHooks {
   clearError(): void;
   /** The organization in the form (a failed query shows no page to take it from). */
   organization(): string;
+  /** Adds filters to the query and runs it, first page (the Summary tab's drill-down). */
+  drill(filters: Q.Filter[]): void;
 }
 
 /** A page of rows on screen: its query, organization, and the snapshot that answered (X-Explorer-Snapshot). */
@@ -52,7 +55,7 @@ export interface ShownPage {
   rows: { id: string; attributes: Attributes }[];
 }
 
-type Tab = 'rows' | 'changes' | 'charts';
+type Tab = 'rows' | 'changes' | 'charts' | 'summary';
 /** Views whose rows count workspaces: their rows get a bar chart of workspace_count. */
 const COUNT_VIEWS = ['tf_versions', 'providers', 'modules'];
 const MAX_SUMS = 5;
@@ -191,6 +194,10 @@ export function initHistory(h0: HistoryHooks): void {
   el.changesLast.addEventListener('click', () => pageTo('last'));
   wireTabs();
   renderChangesPager();
+  Summary.initSummary({
+    api: h0.api, catalog: h0.catalog, latest, download: h0.download,
+    drill: (filters) => { selectTab('rows'); h0.drill(filters); },
+  });
 }
 
 /** After every answered query: the picker, the choices of "changes since", and the open tab follow it. */
@@ -212,6 +219,7 @@ export async function showPage(page: ShownPage): Promise<void> {
   renderFrom();
   renderSums();
   renderBars();
+  await Summary.showQuery(page.organization, page.query, false);
   await loadOpenTab();
 }
 
@@ -222,8 +230,8 @@ export function controlFor(parameter: string): HTMLElement | null {
     return el.snapshot;
   }
   if (['from', 'to', 'from_as_of', 'to_as_of'].includes(parameter)) return el.changesFrom;
-  if (parameter === 'sum') return el.sums.querySelector('input');
-  return null;
+  if (parameter === 'sum') return tab === 'summary' ? byId('summary-sums').querySelector('input') : el.sums.querySelector('input');
+  return Summary.controlFor(parameter);
 }
 
 // ---------- the snapshot picker ----------
@@ -278,6 +286,7 @@ function selectTab(name: Tab): void {
 async function loadOpenTab(): Promise<void> {
   if (tab === 'changes') await loadChanges();
   else if (tab === 'charts') await loadTrend();
+  else if (tab === 'summary') await Summary.loadSummary();
 }
 
 /** A value as a cell shows it: empty as a dash (read as "empty"), long text cut (the CSV has it whole). */
