@@ -4,13 +4,16 @@
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (per scenario, default 20),
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
-// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4; F' loads the source without its resources; the R scenarios are on the resources view).
+// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4; F' loads the source without its resources; the R
+// scenarios are on the resources view, the SU ones are summaries).
 import autocannon from 'autocannon';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, get } from 'node:http';
 import { join, resolve } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
 import { compileQuery } from '../src/query/compile.js';
+import { compileSummary } from '../src/query/compile-summary.js';
+import { parseSummary, SUMMARY_PARAMETERS } from '../src/query/summary.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
@@ -24,7 +27,13 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60);
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4").split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4").split(','));
+/** The summaries of SU1–SU3 (docs/summaries.md), on the largest organization. */
+const SUMMARIES = {
+  SU1: { path: '/summary?type=workspaces&group_by=project_name', what: 'workspaces grouped by project_name', target: 30 },
+  SU2: { path: '/summary?type=workspaces&group_by=tags', what: 'workspaces grouped by tags (each element)', target: 60 },
+  SU3: { path: '/summary?type=resources&group_by=provider_type', what: 'resources grouped by provider_type', target: 100 },
+} as const;
 const SAMPLE = { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true };
 
 interface Row {
@@ -108,11 +117,17 @@ const BLOCK = 20;
 async function httpOverEngine(id: string, org: string, query: string, url: string, token: string, rounds = 10): Promise<{ http: number; engine: number }> {
   const db = await openServingInstance({ threads: '1' });
   const c = await db.connect();
-  const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
+  const summaryPath = query.startsWith('/summary');
+  const params = decodeQueryString(query.slice(query.indexOf('?') + 1));
+  const { query: q } = parseQueryParameters('terraform', new Map([...params].filter(([k]) => !(SUMMARY_PARAMETERS as readonly string[]).includes(k))));
   // The same storage and the same compile target as the service (Snapshot.target), so G compares like with like.
   const snapshot = await openSnapshot(BENCH_DIR, id);
   if (snapshot.attachment) await c.run(`ATTACH '${snapshot.attachment.path}' AS "${snapshot.attachment.alias}" (READ_ONLY)`);
-  const compiled = compileQuery(q, snapshot.target(q.view.name, org));
+  const target = snapshot.target(q.view.name, org);
+  // A summary is one statement whose rows the route reads out whole (routes/summary.ts).
+  const compiled = summaryPath
+    ? { knownTotal: 0, pageCountsTotal: true, count: { sql: '', params: [] }, page: compileSummary(parseSummary('terraform', q, params), target).page, valueIndexes: undefined }
+    : compileQuery(q, target);
   // As the worker runs them: prepared once on a kept connection, the count only when the page has no total.
   const count = compiled.knownTotal === undefined && !compiled.pageCountsTotal ? await c.prepare(compiled.count.sql) : null;
   const page = await c.prepare(compiled.page.sql);
@@ -129,7 +144,8 @@ async function httpOverEngine(id: string, org: string, query: string, url: strin
   const run = async () => {
     // Reading the rows out into JS is part of the same work, as the worker reads them (row JSON as bytes).
     if (count) (await count.runAndReadAll()).getRows();
-    await pageRows(await page.run(), compiled.valueIndexes !== undefined);
+    if (summaryPath) (await page.runAndReadAll()).getRows();
+    else await pageRows(await page.run(), compiled.valueIndexes !== undefined);
   };
   const timed = async (f: () => Promise<void>, into: number[], n: number) => {
     for (let i = 0; i < n; i++) {
@@ -314,6 +330,26 @@ async function main(): Promise<void> {
       });
       rows.push({ scenario: 'R4', what: 'small orgs (≤ 500 ws) at random, resources default page, 16 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
         measured: `${round(r.requests.average)} req/s, p99 ${r.latency.p99} ms${cpu()}`, target: '≥ 400 req/s', pass: r.requests.average >= 400 && r.non2xx === 0 });
+    }
+    for (const [label, summary] of Object.entries(SUMMARIES)) {
+      if (!SCENARIOS.has(label)) continue;
+      const r = results[label] = await cannon(label, { url: `${orgUrl(largest.name)}${summary.path}`, headers: auth, connections: 1, duration: SECONDS });
+      const { http, engine } = await httpOverEngine(id, largest.name, summary.path, orgUrl(largest.name), token, 5);
+      rows.push({ scenario: label, what: `largest org, ${summary.what}, uncached, 1 conn`, p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+        measured: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms${cpu()}; HTTP ${round(http, 2)} ÷ in-process ${round(engine, 2)} ms = ${round(http / engine, 2)}`,
+        target: `p50 ≤ ${summary.target} ms`, pass: r.latency.p50 <= summary.target && r.non2xx === 0 });
+    }
+    if (SCENARIOS.has('SU4')) {
+      // Every request distinct (a filter that matches every row), so that nothing but the engine answers.
+      const r = results.SU4 = await cannon('SU4', {
+        url, connections: 16, duration: SECONDS,
+        requests: [{ setupRequest: (req) => {
+          const pick = smallTokens[Math.floor(Math.random() * smallTokens.length)]!;
+          return { ...req, path: `/api/v2/organizations/${pick.org}/explorer/summary${smallFiltered().replace('?', '?group_by=project_name&sum=resource_count&')}`, headers: { Authorization: `Bearer ${pick.token}` } };
+        } }],
+      });
+      rows.push({ scenario: 'SU4', what: 'small orgs (≤ 500 ws) at random, workspaces by project_name with a sum, every request distinct, 16 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+        measured: `${round(r.requests.average)} req/s, p99 ${r.latency.p99} ms${cpu()}`, target: '≥ 600 req/s', pass: r.requests.average >= 600 && r.non2xx === 0 });
     }
     if (SCENARIOS.has('G')) {
       for (const [label, query] of [['A', A_QUERY], ['C', C_QUERY], ['R1', R1_QUERY], ['R2', R2_QUERY]] as const) {
