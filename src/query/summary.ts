@@ -85,7 +85,8 @@ export function parseGroupBy(engine: string, view: View, raw: string | undefined
 /** `sum=<field>[,<field>…]`: number fields of the view, each once, at most five (trends take the same). */
 export function parseSums(view: View, raw: string | undefined): Field[] {
   if (raw === undefined) return [];
-  const names = split(raw);
+  // Not `split`: an empty `sum=` names one empty field, a 400, as in trends.
+  const names = raw.split(',').map((s) => s.trim());
   const numbers = view.fields.filter((f) => f.type === 'number').map((f) => f.name);
   if (names.length > MAX_SUMS) throw badParameter('sum', `At most ${MAX_SUMS} fields can be summed; got ${names.length}.`);
   const fields: Field[] = [];

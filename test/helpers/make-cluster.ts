@@ -27,7 +27,7 @@ export interface MakeCluster {
 export async function makeCluster(dataDir: string, settings: Record<string, string> = {}): Promise<MakeCluster> {
   const port = await freePorts(1);
   const instancePort = await freePorts(3);
-  const redisPort = await freePorts(6);
+  const redisPort = await freePorts(6, { bus: true });
   const env = {
     ...process.env, ...settings, DATA_DIR: dataDir,
     CLUSTER_PORT: String(port), CLUSTER_INSTANCE_PORT: String(instancePort), CLUSTER_REDIS_PORT: String(redisPort),

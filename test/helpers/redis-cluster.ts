@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster } from 'ioredis';
-import { freePort } from './ports.js';
+import { freeClusterPort } from './ports.js';
 import { ping } from './redis.js';
 
 const run = promisify(execFile);
@@ -47,7 +47,7 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
   const dir = mkdtempSync(join(tmpdir(), 'explorer-redis-cluster-'));
   const ports: number[] = [];
   while (ports.length < 6) {
-    const p = await freePort();
+    const p = await freeClusterPort();
     if (!ports.includes(p)) ports.push(p);
   }
   const nodes = new Map<number, ClusterNode>();

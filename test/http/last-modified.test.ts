@@ -91,6 +91,7 @@ describe('Last-Modified: when the snapshot an answer read was loaded', function 
       '/trend?type=workspaces&since=2999-01-01T00:00:00Z',
       '/changes?type=workspaces', '/changes/export/csv?type=workspaces', `${view}/changes`, `${view}/changes/export/csv`,
       `/changes?type=workspaces&from=${ids[0]}`,
+      '/summary?type=workspaces&group_by=tags', '/summary/export/csv?type=workspaces&group_by=tags', `${view}/summary?group_by=project_name`, `${view}/summary/export/csv?group_by=project_name`,
     ]) {
       expect(await lastModified(path), path).to.equal(at[current]);
     }
@@ -167,7 +168,8 @@ describe('Last-Modified: when the snapshot an answer read was loaded', function 
     expect(declared.required).to.equal(true);
     expect(new RegExp(declared.schema.pattern).test(at[ids[0]!]!)).to.equal(true);
     const reading = new Set(['query', 'exportCsv', 'savedViewResults', 'savedViewCsv', 'savedViewExportCsv', 'listSnapshots',
-      'changes', 'changesCsv', 'trend', 'savedViewChanges', 'savedViewChangesCsv', 'savedViewTrend']);
+      'changes', 'changesCsv', 'trend', 'savedViewChanges', 'savedViewChangesCsv', 'savedViewTrend',
+      'summary', 'summaryCsv', 'savedViewSummary', 'savedViewSummaryCsv']);
     const resolve = (node: any) => (node?.$ref ? node.$ref.split('/').slice(1).reduce((n: any, k: string) => n[k], doc) : node);
     const seen = new Set<string>();
     for (const item of Object.values(doc.paths as Record<string, Record<string, any>>)) {

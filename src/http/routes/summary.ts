@@ -45,16 +45,20 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'summary' };
     const started = performance.now();
-    const [rows] = await runRows(deps.pool, {
+    const run = async (statement: typeof compiled.page) => (await runRows(deps.pool, {
       organization,
       attach: attachments(snapshot),
-      statements: [compiled.page],
+      statements: [statement],
       deadline: Date.now() + deps.config.queryTimeoutMs,
       timeoutMs: deps.config.queryTimeoutMs,
-    }, ctx.res);
+    }, ctx.res))[0]!;
+    const rows = await run(compiled.page);
+    // The totals ride on the page's rows; a page past the end (the first page has rows unless nothing
+    // matched) asks for them apart.
+    const totals = rows.length > 0 ? rows[0]! : query.page.number > 1 ? (await run(compiled.totals))[0]! : [0, 0];
     metered.seconds = (performance.now() - started) / 1000;
-    const [groupCount, matched] = rows![0]!.slice(0, 2).map(Number) as [number, number];
-    const items = rows!.filter((r) => r[2] !== null).map((r) => {
+    const [groupCount, matched] = totals.slice(0, 2).map(Number) as [number, number];
+    const items = rows.map((r) => {
       const [id, ...values] = r.slice(2);
       const attributes = groups.map((g, i) => `${JSON.stringify(g.field.attribute)}:${jsonOf(values[i])}`);
       attributes.push(`"count":${jsonOf(values[groups.length])}`);
