@@ -5,6 +5,7 @@
 //   src_organizations, src_workspaces, src_projects, src_providers, src_modules (de-duplicated), the
 //   src_resources view, and per-workspace lists ws_providers / ws_modules (workspace_id, n, members); a
 //   workspace's tags are a sorted list too. Lists are joined with ', ' in code-point order (§3).
+import { listTextSql } from './list-text.js';
 import type { ViewDecl } from './types.js';
 
 const NL = 'chr(10)';
@@ -16,7 +17,7 @@ const rowId = (prefix: string, view: string, keys: string[], organization = 'g.o
  * elements joined with ', ', and the loader stores both (FieldDecl.members).
  */
 const listField = (name: string, members: string, description: string) =>
-  ({ name, type: 'string' as const, members, build: `array_to_string(${members}, ', ')`, description });
+  ({ name, type: 'string' as const, members, build: listTextSql(members), description });
 /** Sorted, de-duplicated names of the grouped workspaces. */
 const workspaceNames = (description: string) => listField('workspaces', 'list_sort(list_distinct(list(g.workspace_name)))', description);
 const workspaceCount = 'count(DISTINCT g.workspace_id)';

@@ -13,6 +13,7 @@ import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColum
 import { sortKeys } from '../../query/query.js';
 import type { Field } from '../../catalog/types.js';
 import { sqlLiteral } from './staging.js';
+import { listTextSql } from '../../catalog/list-text.js';
 
 export const ROW_GROUP_SIZE = 16384;
 
@@ -54,10 +55,12 @@ export function viewStatements(): ViewStatements[] {
   const catalog = catalogFor('terraform');
   return VIEW_DECLS.map((decl) => {
     const view = catalog.view(decl.name)!;
-    const columns = decl.fields.flatMap((f) => [
-      `${f.build} AS ${ident(declaredColumn(f))}`,
-      ...(f.members === undefined ? [] : [`${f.members} AS ${ident(membersColumn(declaredColumn(f)))}`]),
-    ]);
+    // A list field's elements are computed once (an aggregate over thousands of names in the grouped views);
+    // its text is derived from them a level up, by the catalog's own expression.
+    const columns = decl.fields.map((f) => (f.members === undefined ? `${f.build} AS ${ident(declaredColumn(f))}`
+      : `${f.members} AS ${ident(membersColumn(declaredColumn(f)))}`));
+    const texts = decl.fields.filter((f) => f.members !== undefined)
+      .map((f) => `${listTextSql(`t.${ident(membersColumn(declaredColumn(f)))}`)} AS ${ident(declaredColumn(f))}`);
     const versionFields = view.fields.filter((f) => f.version);
     const joins = versionFields.map((f, i) => `LEFT JOIN version_keys vk${i} ON vk${i}.v = t."${f.column}"`);
     const keys = versionFields.map((f, i) => `vk${i}.k AS "${versionKeyColumn(f.column)}"`);
@@ -77,7 +80,7 @@ export function viewStatements(): ViewStatements[] {
     // the rows' columns, not the joined tables'.
     const sorted = (organizations?: readonly [string, string]) => `
       SELECT * FROM (
-        SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
+        SELECT t.*, ok.k AS "${ORGANIZATION_KEY_COLUMN}"${[...texts, ...keys, ...strings.filter((f) => sortFields.has(f)).map(fold)].map((k) => `, ${k}`).join('')}
         FROM (SELECT ${decl.organization} AS _org, ${decl.id} AS _id, ${columns.join(', ')} FROM ${decl.from}) t
         JOIN org_keys ok ON ok.name = t._org
         ${joins.join('\n        ')}
