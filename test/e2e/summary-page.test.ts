@@ -3,15 +3,19 @@
 // same query and grouping, its CSV be the API's bytes, and "Show rows" must filter the Rows tab to exactly
 // the group's rows (what the API answers for the filters the group stands for).
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { ORG } from '../fixtures/small-source.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 const qs = (pairs: [string, string][]) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
 const label = (v: unknown) => (v === null || v === undefined ? '(none)' : String(v));
+/** A year group as the tab names it: its first instant's year. */
+const year = (v: unknown) => (v === null ? '(none)' : String(v).slice(0, 4));
 
 describe('the Summary tab of the explorer page', function () {
   this.timeout(90_000);
@@ -61,11 +65,15 @@ describe('the Summary tab of the explorer page', function () {
     await settled('panel-summary');
     const body = await api(`/summary?${qs([['type', 'workspaces'], ['group_by', 'tags,workspace_created_at:year'], ['sum', 'resource_count'], ['page[size]', '20']])}`);
     expect(body.data.length).to.be.greaterThan(2);
-    const expected = body.data.map((g: any) => [label(g.attributes.tags), label(g.attributes['workspace-created-at']), String(g.attributes.count),
+    const expected = body.data.map((g: any) => [label(g.attributes.tags), year(g.attributes['workspace-created-at']), String(g.attributes.count),
       g.attributes.sums.resource_count === null ? '—' : String(g.attributes.sums.resource_count)]);
     expect(await summaryRows()).to.deep.equal(expected);
-    expect(await barLabels()).to.deep.equal(body.data.map((g: any) => `${label(g.attributes.tags)} · ${label(g.attributes['workspace-created-at'])}: ${g.attributes.count}`));
+    expect(await barLabels()).to.deep.equal(body.data.map((g: any) => `${label(g.attributes.tags)} · ${year(g.attributes['workspace-created-at'])}: ${g.attributes.count}`));
     expect(await page.locator('#summary-status').innerText()).to.contain(`${body.meta.groups} groups of ${body.meta.rows} matching rows`);
+    // The README's screenshot (rewritten with UPDATE_SCREENSHOTS=1).
+    mkdirSync(SHOTS, { recursive: true });
+    const png = await page.screenshot({ fullPage: true });
+    if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(`${SHOTS}summary.png`)) writeFileSync(`${SHOTS}summary.png`, png);
   });
 
   it('downloads the summary\'s CSV as the API exports it', async () => {
@@ -98,7 +106,7 @@ describe('the Summary tab of the explorer page', function () {
     await page.selectOption('#summary-group-1', 'state_version_terraform_version');
     await settled('panel-summary');
     const byYear = (await api(`/summary?${qs([['type', 'workspaces'], ['filter[0][tags][contains][0]', 'env:prod'], ['group_by', 'workspace_created_at:year,state_version_terraform_version'], ['page[size]', '20']])}`)).data;
-    expect(await summaryRows()).to.deep.equal(byYear.map((g: any) => [label(g.attributes['workspace-created-at']), label(g.attributes['state-version-terraform-version']), String(g.attributes.count)]));
+    expect(await summaryRows()).to.deep.equal(byYear.map((g: any) => [year(g.attributes['workspace-created-at']), label(g.attributes['state-version-terraform-version']), String(g.attributes.count)]));
     await page.click('#summary-table tbody tr:nth-child(1) button.drill');
     await settled();
     const rows = (await page.evaluate(`[...document.querySelectorAll('#results-table tbody tr')].length`)) as number;

@@ -168,7 +168,16 @@ export async function loadSummary(): Promise<void> {
   });
 }
 
-const label = (v: unknown) => (v === null || v === undefined ? '(none)' : String(v));
+/** A group value as the tab writes it: a period by its own name (2025, 2025-03, 2025-03-14, week of 2025-03-10). */
+function label(v: unknown, period?: string): string {
+  if (v === null || v === undefined) return '(none)';
+  const text = String(v);
+  if (period === 'year') return text.slice(0, 4);
+  if (period === 'month') return text.slice(0, 7);
+  if (period === 'day') return text.slice(0, 10);
+  if (period === 'week') return `week of ${text.slice(0, 10)}`;
+  return text;
+}
 
 function render(body: SummaryBody, groupBy: string[], sums: string[]): void {
   const view = hooks.catalog.view(state.view)!;
@@ -176,7 +185,8 @@ function render(body: SummaryBody, groupBy: string[], sums: string[]): void {
   const p = body.meta.pagination;
   el.status.textContent = `${formatCount(body.meta.groups)} group${body.meta.groups === 1 ? '' : 's'} of ${formatCount(body.meta.rows)} matching row${body.meta.rows === 1 ? '' : 's'}`
     + `${fields.some((f) => f.list) ? ' (a row counts once in each element of a list)' : ''}.`;
-  const names = body.data.map((g) => fields.map((f) => label(g.attributes[f.attribute])).join(' · '));
+  const periods = groupBy.map((g) => g.split(':')[1]);
+  const names = body.data.map((g) => fields.map((f, i) => label(g.attributes[f.attribute], periods[i])).join(' · '));
   const title = `count of each group, page ${formatCount(p['current-page'])} of ${formatCount(p['total-pages'])}`;
   el.chart.replaceChildren(body.data.length === 0 ? h('p', { class: 'hint' }, 'No groups.')
     : barChart(body.data.map((g, i) => ({ label: names[i]!, value: g.attributes.count })), title));
@@ -186,7 +196,7 @@ function render(body: SummaryBody, groupBy: string[], sums: string[]): void {
     ...sums.map((s) => h('th', { scope: 'col', class: 'num' }, `sum of ${s}`)),
     h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Drill down'))));
   el.table.tBodies[0]!.replaceChildren(...body.data.map((g, i) => h('tr', { 'data-id': g.id },
-    ...fields.map((f) => h('td', {}, label(g.attributes[f.attribute]))),
+    ...fields.map((f, i) => h('td', {}, label(g.attributes[f.attribute], periods[i]))),
     h('td', { class: 'num' }, formatCount(g.attributes.count)),
     ...sums.map((s) => h('td', { class: 'num' }, g.attributes.sums?.[s] === null || g.attributes.sums?.[s] === undefined ? '—' : formatCount(g.attributes.sums[s]!))),
     h('td', {}, h('button', {
