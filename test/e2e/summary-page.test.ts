@@ -112,4 +112,28 @@ describe('the Summary tab of the explorer page', function () {
     const rows = (await page.evaluate(`[...document.querySelectorAll('#results-table tbody tr')].length`)) as number;
     expect(rows).to.equal(byYear[0].attributes.count);
   });
+
+  it('pages the groups with the query\'s page size', async () => {
+    await page.goto(`${h.url}/explorer#${qs([['org', ORG], ['type', 'workspaces'], ['page[size]', '2']])}`);
+    await page.waitForSelector('html[data-ready=true]');
+    await settled();
+    await page.reload();
+    await page.waitForSelector('html[data-ready=true]');
+    await settled();
+    await page.click('#tab-summary');
+    await page.selectOption('#summary-group-0', 'tags');
+    await settled('panel-summary');
+    const pageOf = async (n: number) => (await api(`/summary?${qs([['type', 'workspaces'], ['group_by', 'tags'], ['page[number]', String(n)], ['page[size]', '2']])}`));
+    const first = await pageOf(1);
+    expect(first.meta.pagination['total-pages']).to.be.greaterThan(1);
+    const cells = (body: any) => body.data.map((g: any) => [label(g.attributes.tags), String(g.attributes.count)]);
+    expect(await summaryRows()).to.deep.equal(cells(first));
+    await page.click('#summary-next');
+    await settled('panel-summary');
+    expect(await summaryRows()).to.deep.equal(cells(await pageOf(2)));
+    expect(await page.locator('#summary-page-info').innerText()).to.equal(`Page 2 of ${first.meta.pagination['total-pages']}`);
+    await page.click('#summary-first');
+    await settled('panel-summary');
+    expect(await summaryRows()).to.deep.equal(cells(first));
+  });
 });

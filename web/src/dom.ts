@@ -29,6 +29,24 @@ export function focus(el: HTMLElement | null | undefined): void {
 
 export const formatCount = (n: number) => n.toLocaleString('en-US');
 
+/** The pagination meta of a JSON:API page (docs/interface.md). */
+export interface PageMeta { 'prev-page': number | null; 'next-page': number | null; 'total-pages': number }
+
+/**
+ * Wires a pager's first, previous, next and last buttons: each asks `go` for the page it names in the
+ * pagination on screen (`current()`, null while none is shown).
+ */
+export function wirePager(buttons: { first: HTMLButtonElement; prev: HTMLButtonElement; next: HTMLButtonElement; last: HTMLButtonElement },
+  current: () => PageMeta | null | undefined, go: (page: number) => void): void {
+  const to = (which: keyof typeof buttons) => {
+    const p = current();
+    if (!p) return;
+    const target = which === 'first' ? 1 : which === 'prev' ? p['prev-page'] : which === 'next' ? p['next-page'] : p['total-pages'];
+    if (target !== null && target >= 1) go(target);
+  };
+  for (const which of ['first', 'prev', 'next', 'last'] as const) buttons[which].addEventListener('click', () => to(which));
+}
+
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;

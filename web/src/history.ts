@@ -6,7 +6,7 @@
 import { organizationPath, type Api } from './api.js';
 import type { Catalog, WebField, WebView } from './catalog.js';
 import { barChart, trendChart, valuesTable, type TrendPoint } from './charts.js';
-import { byId, focus, formatCount, h } from './dom.js';
+import { byId, focus, formatCount, h, wirePager } from './dom.js';
 import * as Q from './query.js';
 import * as Summary from './summary.js';
 
@@ -180,18 +180,8 @@ export function initHistory(h0: HistoryHooks): void {
     if (!shown || !changes.from || !shown.snapshot) return;
     void hooks.download(`${organizationPath(shown.organization)}explorer/changes/export/csv?${Q.encodePairs(changesParams(false))}`, el.changesCsv);
   });
-  const pageTo = (which: 'first' | 'prev' | 'next' | 'last') => {
-    const p = changes.body?.meta.pagination;
-    if (!p) return;
-    const target = which === 'first' ? 1 : which === 'prev' ? p['prev-page'] : which === 'next' ? p['next-page'] : p['total-pages'];
-    if (target === null || target < 1) return;
-    changes.page = target;
-    void loadChanges();
-  };
-  el.changesFirst.addEventListener('click', () => pageTo('first'));
-  el.changesPrev.addEventListener('click', () => pageTo('prev'));
-  el.changesNext.addEventListener('click', () => pageTo('next'));
-  el.changesLast.addEventListener('click', () => pageTo('last'));
+  wirePager({ first: el.changesFirst, prev: el.changesPrev, next: el.changesNext, last: el.changesLast },
+    () => changes.body?.meta.pagination, (page) => { changes.page = page; void loadChanges(); });
   wireTabs();
   renderChangesPager();
   Summary.initSummary({

@@ -6,7 +6,7 @@
 import { organizationPath, type Api } from './api.js';
 import type { Catalog, WebField, WebView } from './catalog.js';
 import { barChart, valuesTable } from './charts.js';
-import { byId, formatCount, h } from './dom.js';
+import { byId, formatCount, h, wirePager } from './dom.js';
 import * as Q from './query.js';
 
 const PERIODS = ['day', 'week', 'month', 'year'] as const;
@@ -69,18 +69,7 @@ export function initSummary(h0: SummaryHooks): void {
     if (!shown || state.groupBy.length === 0) return;
     void hooks.download(`${organizationPath(shown.organization)}explorer/summary/export/csv?${Q.encodePairs(params(false))}`, el.csv);
   });
-  const pageTo = (which: 'first' | 'prev' | 'next' | 'last') => {
-    const p = state.body?.meta.pagination;
-    if (!p) return;
-    const target = which === 'first' ? 1 : which === 'prev' ? p['prev-page'] : which === 'next' ? p['next-page'] : p['total-pages'];
-    if (target === null || target < 1) return;
-    state.page = target;
-    void loadSummary();
-  };
-  el.first.addEventListener('click', () => pageTo('first'));
-  el.prev.addEventListener('click', () => pageTo('prev'));
-  el.next.addEventListener('click', () => pageTo('next'));
-  el.last.addEventListener('click', () => pageTo('last'));
+  wirePager(el, () => state.body?.meta.pagination, (page) => { state.page = page; void loadSummary(); });
 }
 
 /** The query on screen changed: the controls follow its view; the summary loads when its tab is open. */
