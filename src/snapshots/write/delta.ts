@@ -54,6 +54,9 @@ export interface DeltaResult {
   batch: BatchCounts;
 }
 
+/** Below this many rows of workspaces and resources, a delta is written uncompressed (see the checkpoint below). */
+const UNCOMPRESSED_ROWS = 20_000;
+
 /** What the merged current state is called while the delta is built. */
 const cur = (kind: StateKind) => `cur_${kind}`;
 
@@ -314,7 +317,10 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       team_members: await count('SELECT count(*) FROM out.source_team_members'),
     };
     // Who may read what changes only with organizations and teams.
-    const accessChanged = await count(`SELECT (SELECT count(*) FROM bs.source_organizations) + (SELECT count(*) FROM bs.source_teams)
+    // An upserted organization that exists already changes no one's access (access names organizations, teams
+    // and members only): a batch that carries its workspaces' organizations, as most do, keeps the access.
+    const accessChanged = await count(`SELECT (SELECT count(*) FROM bs.source_organizations WHERE name NOT IN (SELECT name FROM ${cur('organizations')}))
+      + (SELECT count(*) FROM bs.source_teams)
       + (SELECT count(*) FROM b_deletions WHERE kind IN ('organization', 'team'))`) > 0;
     const access = !accessChanged ? input.currentAccess : accessOf(
       (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
@@ -331,6 +337,13 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
         [`${k}s`, await count(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
     };
+    // A small delta is written uncompressed: choosing and applying each column's compression cost a fixed
+    // 0.08–0.15 s per file, most of a 10-workspace batch's checkpoint, to save a few hundred KB. Larger deltas
+    // (a batch of 1,000 workspaces already holds 20,000 resource rows) keep DuckDB's choice, for the disk
+    // the retained batch snapshots take (docs/performance.md, "Change batches: small deltas uncompressed").
+    if (await count(`SELECT (SELECT count(*) FROM out.workspaces) + (SELECT count(*) FROM out.resources)`) < UNCOMPRESSED_ROWS) {
+      await run(`SET force_compression = 'uncompressed'`);
+    }
     await run('CHECKPOINT out');
     await run('DETACH out');
     return { organizationKeys, organizationRows, rows, held, replacedWorkspaces, counts, access, batch };
