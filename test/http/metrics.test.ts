@@ -94,6 +94,18 @@ describe('metrics', () => {
       expect(sample(after, 'explorer_snapshots_retained')).to.equal(2);
     });
 
+    it('counts summaries under their own kinds: groups as rows, their CSV lines', async () => {
+      const before = await scrape();
+      const summary = await json(await h.explorer('/summary?type=workspaces&group_by=project_name'));
+      const csv = await (await h.explorer('/summary/export/csv?type=workspaces&group_by=project_name')).text();
+      const after = await scrape();
+      const delta = (name: string, kind: string) => (sample(after, name, { view: 'workspaces', kind }) ?? 0) - (sample(before, name, { view: 'workspaces', kind }) ?? 0);
+      expect(delta('explorer_query_duration_seconds_count', 'summary')).to.equal(1);
+      expect(delta('explorer_rows_returned_total', 'summary')).to.equal(summary.data.length);
+      expect(delta('explorer_query_duration_seconds_count', 'summary-export')).to.equal(1);
+      expect(delta('explorer_rows_returned_total', 'summary-export')).to.equal(csv.trimEnd().split('\n').length - 1);
+    });
+
     it('reports the pool, the snapshot and Redis', async () => {
       const text = await scrape();
       expect(sample(text, 'explorer_pool_slots')).to.equal(4);

@@ -1,5 +1,5 @@
-// History runs under the same deadline as queries: with a deadline of 1 ms, a change set, its CSV, a filtered
-// trend and a page of an older snapshot answer 504 and name the deadline, and the server keeps answering
+// History and summaries run under the same deadline as queries: with a deadline of 1 ms, a change set, its CSV,
+// a filtered trend, a page of an older snapshot and a summary and its CSV answer 504 and name the deadline, and the server keeps answering
 // (an unfiltered trend needs no query at all: the manifests have its counts).
 import { expect } from 'chai';
 import { DAY1, loadDays, writeDay } from '../helpers/history-days.js';
@@ -15,12 +15,13 @@ describe('history past its deadline', function () {
   });
   after(async () => { await h.close(); });
 
-  it('answers 504 for changes, their CSV, a filtered trend and time travel; an unfiltered trend still answers', async () => {
+  it('answers 504 for changes, their CSV, a filtered trend, time travel and summaries; an unfiltered trend still answers', async () => {
     for (const path of [
       `/changes?type=workspaces&from=${ids[0]}`,
       `/changes/export/csv?type=workspaces&from=${ids[0]}`,
       '/trend?type=workspaces&filter%5B0%5D%5Bdrifted%5D%5Bis%5D%5B0%5D=true',
       `?type=workspaces&snapshot=${ids[0]}`,
+      '/summary?type=workspaces&group_by=tags', '/summary/export/csv?type=resources&group_by=provider_type',
     ]) {
       const res = await h.explorer(path);
       expect(res.status, path).to.equal(504);
