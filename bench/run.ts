@@ -119,7 +119,8 @@ async function httpOverEngine(id: string, org: string, query: string, url: strin
   const c = await db.connect();
   const summaryPath = query.startsWith('/summary');
   const params = decodeQueryString(query.slice(query.indexOf('?') + 1));
-  const { query: q } = parseQueryParameters('terraform', new Map([...params].filter(([k]) => !(SUMMARY_PARAMETERS as readonly string[]).includes(k))));
+  // A summary's own parameters (its `sort` orders groups) are not the query's; a page keeps every parameter.
+  const { query: q } = parseQueryParameters('terraform', summaryPath ? new Map([...params].filter(([k]) => !(SUMMARY_PARAMETERS as readonly string[]).includes(k))) : params);
   // The same storage and the same compile target as the service (Snapshot.target), so G compares like with like.
   const snapshot = await openSnapshot(BENCH_DIR, id);
   if (snapshot.attachment) await c.run(`ATTACH '${snapshot.attachment.path}' AS "${snapshot.attachment.alias}" (READ_ONLY)`);
