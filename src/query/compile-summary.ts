@@ -2,6 +2,7 @@
 // test and conditions select the rows, the same order terms rank the groups, the same JSON and CSV text
 // write their values. A list field is grouped by the elements stored beside its text (catalog.ts
 // membersColumn), never by splitting the text again.
+import { createHash } from 'node:crypto';
 import { membersColumn, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field } from '../catalog/types.js';
 import { condition, csvText, foldSql, ident, jsonValueSql, organizationTest, orderTermsOver, type CompileTarget, type SqlValue } from './compile.js';
@@ -12,8 +13,9 @@ interface Statement { sql: string; params: SqlValue[] }
 export interface CompiledSummary {
   /**
    * The page of groups, with the summary's totals riding on it: every row starts with the number of groups
-   * and of matching rows, then the group's id, each group value in its JSON form, its count and each sum as
-   * JSON number text. A page past the end has no rows: `totals` then gives the two numbers.
+   * and of matching rows, then each group value as CSV text (for its id: summaryGroupId), each in its JSON
+   * form, its count and each sum as JSON number text. A page past the end has no rows: `totals` then gives
+   * the two numbers.
    */
   page: Statement;
   /** One row: the number of groups and of matching rows. */
@@ -65,7 +67,7 @@ function orderBy(summary: Summary): string {
   return `ORDER BY ${[...new Set(all)].join(', ')}`;
 }
 
-/** A group value as the CSV export writes it, unquoted (null as ''): also what a group's id hashes. */
+/** A group value as the CSV export writes it, unquoted (null as ''): also what a group's id hashes (summaryGroupId). */
 const csvValue = (g: GroupKey, i: number) => csvText(g.field, group(i));
 
 export function compileSummary(summary: Summary, target: CompileTarget): CompiledSummary {
@@ -84,23 +86,24 @@ s AS (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY ${keys.join(
     return `(SELECT count(*) FROM ${target.relation} WHERE ${where})`;
   };
 
-  // The totals ride on the page's rows as windows over every group, counted before LIMIT: one statement,
-  // no join of totals and page (a small organization's summary cost a third more with them apart).
+  // The totals ride on the page's rows as windows over every group, counted before LIMIT, and the page is the
+  // statement's own top level: one statement, no join of totals and page and no query around the page
+  // (docs/performance.md, "Summaries: totals on the page's rows"). Each group's CSV values come back for its id.
   const pageParams: SqlValue[] = [];
   const withGroups = grouped(pageParams);
   const rows = matched(pageParams, 'sum("_count") OVER ()');
   pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
-  // The id: sha256 of the view's name, then each group's spelling and CSV value, joined by line feeds;
-  // computed for the page's groups only.
-  const hashed = [`?`, ...groups.flatMap((g, i) => [`?`, csvValue(g, i)])];
-  pageParams.push(query.view.name, ...groups.flatMap((g) => [g.spelling]));
-  const values = groups.map((g, i) => `${jsonValueSql(g.field, group(i))} AS ${ident(`_v${i}`)}`);
-  const page = `${withGroups},
-p AS (SELECT *, count(*) OVER () AS "_groups", ${rows} AS "_rows" FROM s ${order} LIMIT ? OFFSET ?)
-SELECT "_groups", "_rows", 'sg-' || substr(sha256(concat_ws(chr(10), ${hashed.join(', ')})), 1, 16) AS "_id",
-  ${[...values, '"_count"', ...sums.map((_, j) => `CAST(${summed(j)} AS VARCHAR)`)].join(', ')}
-FROM p
-${order}`;
+  const page = `${withGroups}
+SELECT count(*) OVER () AS "_groups", ${rows} AS "_rows",
+  ${[
+    ...groups.map((g, i) => `${csvValue(g, i)} AS ${ident(`_c${i}`)}`),
+    ...groups.map((g, i) => `${jsonValueSql(g.field, group(i))} AS ${ident(`_v${i}`)}`),
+    '"_count"',
+    ...sums.map((_, j) => `CAST(${summed(j)} AS VARCHAR)`),
+  ].join(', ')}
+FROM s
+${order}
+LIMIT ? OFFSET ?`;
 
   const totalsParams: SqlValue[] = [];
   const withTotals = grouped(totalsParams);
@@ -118,6 +121,15 @@ SELECT ${columns.join(', ')}
 FROM s
 ${order}`;
   return { page: { sql: page, params: pageParams }, totals: { sql: totals, params: totalsParams }, export: { sql: exported, params: exportParams } };
+}
+
+/**
+ * A group's id (docs/summaries.md): `sg-` and the first 16 hex digits of the SHA-256 of the view's name, then
+ * each group field's spelling in `group_by` and its value as the CSV export writes it, joined by line feeds.
+ */
+export function summaryGroupId(summary: Summary, csvValues: readonly string[]): string {
+  const text = [summary.query.view.name, ...summary.groups.flatMap((g, i) => [g.spelling, csvValues[i]!])].join('\n');
+  return `sg-${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16)}`;
 }
 
 /** The CSV header of a summary export: the group fields without their periods, count, then sum_<field>. */

@@ -3,7 +3,8 @@
 // are checked before anything is compiled.
 import { expect } from 'chai';
 import { ApiError } from '../../src/errors.js';
-import { compileSummary, summaryCsvHeader } from '../../src/query/compile-summary.js';
+import { createHash } from 'node:crypto';
+import { compileSummary, summaryCsvHeader, summaryGroupId } from '../../src/query/compile-summary.js';
 import type { CompileTarget } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
@@ -32,8 +33,9 @@ describe('compileSummary', () => {
     }
     // The matching rows are counted apart (lists), so the filter is bound twice in the page.
     expect(compiled.page.params.filter((p) => p === EVIL.toLowerCase())).to.have.length(2);
-    // page[size]=5, page 3: LIMIT 5 OFFSET 10, bound; then the id's view name and group spellings.
-    expect(compiled.page.params.slice(-6)).to.deep.equal([5n, 10n, 'workspaces', 'tags', 'workspace_created_at:week', 'providers']);
+    // page[size]=5, page 3: LIMIT 5 OFFSET 10, bound, at the end of the statement: the page is its top level.
+    expect(compiled.page.params.slice(-2)).to.deep.equal([5n, 10n]);
+    expect(compiled.page.sql.trimEnd().endsWith('LIMIT ? OFFSET ?')).to.equal(true);
   });
 
   it('groups lists by their stored elements, each unnested in a query of its own, never by splitting the text', () => {
@@ -54,6 +56,12 @@ describe('compileSummary', () => {
     const plain = compileSummary(summaryOf('type=workspaces&group_by=project_name'), target);
     expect(plain.page.sql).to.include('sum("_count")');
     expect(plain.page.sql).to.not.include('unnest(');
+  });
+
+  it('names a group by the view, each spelling and each CSV value, not by the organization', () => {
+    const expected = `sg-${createHash('sha256').update('workspaces\ntags\nenv:prod\nworkspace_created_at:week\n2025-01-06T00:00:00+00:00\nproviders\n').digest('hex').slice(0, 16)}`;
+    expect(summaryGroupId(summary, ['env:prod', '2025-01-06T00:00:00+00:00', ''])).to.equal(expected);
+    expect(summaryGroupId(summary, ['env:prod', '2025-01-06T00:00:00+00:00', 'x'])).to.not.equal(expected);
   });
 
   it('writes the CSV header from the group fields without their periods, count and sum_<field>', () => {

@@ -5,7 +5,7 @@ import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
-import { compileSummary, summaryCsvHeader } from '../../query/compile-summary.js';
+import { compileSummary, summaryCsvHeader, summaryGroupId } from '../../query/compile-summary.js';
 import type { CompileTarget } from '../../query/compile.js';
 import { pageLinks, pagination } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
@@ -59,7 +59,8 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
     metered.seconds = (performance.now() - started) / 1000;
     const [groupCount, matched] = totals.slice(0, 2).map(Number) as [number, number];
     const items = rows.map((r) => {
-      const [id, ...values] = r.slice(2);
+      const id = summaryGroupId(summary, r.slice(2, 2 + groups.length) as string[]);
+      const values = r.slice(2 + groups.length);
       const attributes = groups.map((g, i) => `${JSON.stringify(g.field.attribute)}:${jsonOf(values[i])}`);
       attributes.push(`"count":${jsonOf(values[groups.length])}`);
       if (sums.length > 0) {
