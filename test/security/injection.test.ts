@@ -382,6 +382,27 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
     });
   });
 
+  describe('summary parameters', () => {
+    it('group_by, sum and sort: 400 naming the parameter on both summary routes', async () => {
+      for (const p of PAYLOADS) {
+        for (const route of ['/summary', '/summary/export/csv']) {
+          expect400(await send(h, 'GET', `${EXPLORER}${route}?type=workspaces&group_by=${enc(p)}`), ['group_by'], `${route} group_by=${JSON.stringify(p)}`);
+          expect400(await send(h, 'GET', `${EXPLORER}${route}?type=workspaces&group_by=tags&sum=${enc(p)}`), ['sum'], `${route} sum=${JSON.stringify(p)}`);
+          expect400(await send(h, 'GET', `${EXPLORER}${route}?type=workspaces&group_by=tags&sort=${enc(p)}`), ['sort'], `${route} sort=${JSON.stringify(p)}`);
+        }
+      }
+    });
+
+    it('a filter value is bound in a summary as in a query: it selects the same rows', async () => {
+      for (const p of PAYLOADS.filter((x) => !x.includes('\u0000'))) {
+        const filter = `filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=${enc(p)}`;
+        const rows = parsed(await send(h, 'GET', `${EXPLORER}?type=workspaces&${filter}`), p).meta.pagination['total-count'];
+        const summary = parsed(await send(h, 'GET', `${EXPLORER}/summary?type=workspaces&group_by=project_name&${filter}`), p);
+        expect(summary.meta.rows, JSON.stringify(p)).to.equal(rows);
+      }
+    });
+  });
+
   describe('saved-view bodies', () => {
     const flat = (members: Record<string, unknown>) => ({ data: members });
     const jsonapi = (members: Record<string, unknown>) => ({ data: { type: 'explorer-saved-queries', attributes: members } });
