@@ -394,7 +394,7 @@ describe('security: injection corpus in every parameter (real HTTP)', function (
     });
 
     it('a filter value is bound in a summary as in a query: it selects the same rows', async () => {
-      for (const p of PAYLOADS.filter((x) => !x.includes('\u0000'))) {
+      for (const p of PAYLOADS.filter((x) => !hasNul(x))) {
         const filter = `filter%5B0%5D%5Bworkspace_name%5D%5Bcontains%5D%5B0%5D=${enc(p)}`;
         const rows = parsed(await send(h, 'GET', `${EXPLORER}?type=workspaces&${filter}`), p).meta.pagination['total-count'];
         const summary = parsed(await send(h, 'GET', `${EXPLORER}/summary?type=workspaces&group_by=project_name&${filter}`), p);
