@@ -53,6 +53,10 @@ export function viewQuerySchema(view: View): Schema {
 
 /** The periods a summary groups a datetime by, in UTC (ISO weeks start on Monday): DuckDB's date_trunc parts. */
 export const SUMMARY_PERIODS = ['day', 'week', 'month', 'year'] as const;
+/** At most this many group fields in a summary. */
+export const MAX_GROUP_FIELDS = 3;
+/** At most this many summed fields, in a summary or a trend. */
+export const MAX_SUMS = 5;
 
 /**
  * A summary's `group_by` of one view, split at commas: one to three of the view's fields, a datetime with a
@@ -65,7 +69,7 @@ export function summaryGroupSchema(view: View): Schema {
     title: `The group_by of a summary of the ${view.name} view`,
     type: 'array',
     minItems: 1,
-    maxItems: 3,
+    maxItems: MAX_GROUP_FIELDS,
     uniqueItems: true,
     items: { enum: spellings },
   };

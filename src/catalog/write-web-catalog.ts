@@ -1,4 +1,4 @@
-// The explorer page's metadata (views, fields, types, operators, value syntax, page sizes), derived from the
+// The explorer page's metadata (views, fields, types, operators, value syntax, page sizes, summary limits), derived from the
 // catalog so that the page cannot drift from the service. `npm run build` runs this file: it writes
 // dist/web/catalog.json for the default engine name and copies the page's static files (web/*.html, *.css)
 // next to the compiled scripts (web/tsconfig.json compiles web/src to dist/web).
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../query/validate.js';
 import { catalogFor, type Catalog } from './catalog.js';
 import { ALL_OPERATORS, ignoresValue, isNegative, OPERATORS_BY_TYPE, VALUE_PATTERNS, type Operator } from './operators.js';
+import { MAX_GROUP_FIELDS, MAX_SUMS, SUMMARY_PERIODS } from './schemas.js';
 import type { FieldType } from './types.js';
 
 export interface WebCatalog {
@@ -21,6 +22,8 @@ export interface WebCatalog {
   /** Value syntax per field type (null: any text). */
   valuePatterns: Record<FieldType, string | null>;
   page: { defaultSize: number; maxSize: number };
+  /** What a summary (and a trend's `sum`) accepts: the periods of a datetime group, and how many group and summed fields. */
+  summary: { periods: string[]; maxGroups: number; maxSums: number };
   views: {
     name: string;
     description: string;
@@ -42,6 +45,7 @@ export function renderWebCatalog(catalog: Catalog = catalogFor('terraform')): We
     },
     valuePatterns: { ...VALUE_PATTERNS },
     page: { defaultSize: DEFAULT_PAGE_SIZE, maxSize: MAX_PAGE_SIZE },
+    summary: { periods: [...SUMMARY_PERIODS], maxGroups: MAX_GROUP_FIELDS, maxSums: MAX_SUMS },
     views: catalog.views.map((v) => ({
       name: v.name,
       description: v.description,

@@ -32,6 +32,10 @@ const versionKey = (i: number) => ident(`_k${i}`);
 const total = (j: number) => ident(`_s${j}`);
 const summed = (j: number) => ident(`_sum${j}`);
 
+/** The test that selects a summary's rows, as a query's: its organization, then each condition. */
+const matching = (summary: Summary, target: CompileTarget, params: SqlValue[]) =>
+  [organizationTest(target, params), ...summary.query.conditions.map((c) => condition(c, params))].join('\n  AND ');
+
 /**
  * The matching rows, one per combination of their groups' values: each group value (a period's first
  * instant for a datetime; one element of a list, each list unnested in a query of its own, so that two lists
@@ -39,8 +43,8 @@ const summed = (j: number) => ident(`_sum${j}`);
  * version field, and each summed value.
  */
 function groupedRows(summary: Summary, target: CompileTarget, params: SqlValue[]): string {
-  const { query, groups, sums } = summary;
-  const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
+  const { groups, sums } = summary;
+  const where = matching(summary, target, params);
   const columns = groups.flatMap((g, i) => {
     const column = ident(g.field.column);
     if (g.field.list) return [`${ident(membersColumn(g.field.column))} AS ${ident(`_l${i}`)}`];
@@ -82,8 +86,7 @@ s AS (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY ${keys.join(
   const list = groups.some((g) => g.field.list);
   const matched = (params: SqlValue[], total: string) => {
     if (!list) return total;
-    const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join(' AND ');
-    return `(SELECT count(*) FROM ${target.relation} WHERE ${where})`;
+    return `(SELECT count(*) FROM ${target.relation} WHERE ${matching(summary, target, params)})`;
   };
 
   // The totals ride on the page's rows as windows over every group, counted before LIMIT, and the page is the

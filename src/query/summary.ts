@@ -1,15 +1,12 @@
 // A summary request (docs/summaries.md): the rows a query's filters select, counted and summed by up to
 // three group fields. Parsed here from `group_by`, `sum` and `sort`; the filters and paging are a query's.
 import { Ajv, type ValidateFunction } from 'ajv';
-import { SUMMARY_PERIODS, summaryGroupSchema } from '../catalog/schemas.js';
+import { MAX_GROUP_FIELDS, MAX_SUMS, SUMMARY_PERIODS, summaryGroupSchema } from '../catalog/schemas.js';
 import type { Field, View } from '../catalog/types.js';
 import { badParameter } from '../errors.js';
 import type { Query } from './query.js';
 
-export const PERIODS = SUMMARY_PERIODS;
-export type Period = (typeof PERIODS)[number];
-export const MAX_GROUP_FIELDS = 3;
-export const MAX_SUMS = 5;
+export type Period = (typeof SUMMARY_PERIODS)[number];
 
 export interface GroupKey {
   field: Field;
@@ -50,7 +47,7 @@ function groupValidator(engine: string, view: View): ValidateFunction {
 function unknownGroup(view: View, entry: string): string {
   const [name, period, ...more] = entry.split(':');
   const field = view.field(name!);
-  const periods = PERIODS.join(', ');
+  const periods = SUMMARY_PERIODS.join(', ');
   if (!field) return `${JSON.stringify(name)} is not a field of the ${view.name} view. Fields: ${view.fields.map((f) => f.name).join(', ')}.`;
   if (field.type !== 'datetime') return `${field.name} is a ${field.type} field: only a datetime is grouped by a period.`;
   if (period === undefined) return `${field.name} is a datetime: group it by a period, e.g. ${field.name}:month (one of ${periods}).`;

@@ -27,6 +27,8 @@ export interface WebCatalog {
   operators: { byType: Record<FieldType, string[]>; negative: string[]; ignoresValue: string[] };
   valuePatterns: Record<FieldType, string | null>;
   page: { defaultSize: number; maxSize: number };
+  /** What a summary (and a trend's `sum`) accepts: the periods of a datetime group, and how many group and summed fields. */
+  summary: { periods: string[]; maxGroups: number; maxSums: number };
   views: WebView[];
 }
 

@@ -58,7 +58,6 @@ export interface ShownPage {
 type Tab = 'rows' | 'changes' | 'charts' | 'summary';
 /** Views whose rows count workspaces: their rows get a bar chart of workspace_count. */
 const COUNT_VIEWS = ['tf_versions', 'providers', 'modules'];
-const MAX_SUMS = 5;
 const MAX_CELL_CHARS = 300;
 
 const el = {
@@ -465,7 +464,7 @@ function renderSums(): void {
 
 /** The API sums at most five fields: the other boxes wait until one is unchecked. */
 function limitSums(): void {
-  const full = trend.sums.length >= MAX_SUMS;
+  const full = trend.sums.length >= hooks.catalog.data.summary.maxSums;
   for (const box of el.sums.querySelectorAll<HTMLInputElement>('input')) box.disabled = full && !box.checked;
 }
 

@@ -9,9 +9,6 @@ import { barChart, valuesTable } from './charts.js';
 import { byId, formatCount, h, wirePager } from './dom.js';
 import * as Q from './query.js';
 
-const PERIODS = ['day', 'week', 'month', 'year'] as const;
-const MAX_GROUPS = 3;
-const MAX_SUMS = 5;
 
 interface GroupResource { id: string; attributes: Record<string, unknown> & { count: number; sums?: Record<string, number | null> } }
 interface SummaryBody {
@@ -53,7 +50,7 @@ const state = { view: '', groupBy: [] as string[], sums: [] as string[], page: 1
 
 /** `field` or `field:period` as the select offers it. */
 const spellings = (view: WebView): { value: string; label: string }[] => view.fields.flatMap((f) => (f.type === 'datetime'
-  ? PERIODS.map((p) => ({ value: `${f.name}:${p}`, label: `${f.name} by ${p}` }))
+  ? hooks.catalog.data.summary.periods.map((p) => ({ value: `${f.name}:${p}`, label: `${f.name} by ${p}` }))
   : [{ value: f.name, label: f.list ? `${f.name} (each element)` : f.name }]));
 const fieldOf = (view: WebView, spelling: string): WebField => hooks.catalog.field(view, spelling.split(':')[0]!)!;
 
@@ -103,7 +100,7 @@ function renderControls(): void {
     select.replaceChildren(
       h('option', { value: '', selected: chosen === '' }, i === 0 ? 'choose a field' : 'none'),
       ...options.filter((o) => !taken.has(o.value.split(':')[0])).map((o) => h('option', { value: o.value, selected: o.value === chosen }, o.label)));
-    select.disabled = i > state.groupBy.length || i >= MAX_GROUPS;
+    select.disabled = i > state.groupBy.length || i >= hooks.catalog.data.summary.maxGroups;
   });
   const numbers = view.fields.filter((f) => f.type === 'number');
   el.sumsBox.hidden = numbers.length === 0;
@@ -123,7 +120,7 @@ function renderControls(): void {
 }
 
 function limitSums(): void {
-  const full = state.sums.length >= MAX_SUMS;
+  const full = state.sums.length >= hooks.catalog.data.summary.maxSums;
   for (const box of el.sums.querySelectorAll<HTMLInputElement>('input')) box.disabled = full && !box.checked;
 }
 

@@ -64,8 +64,8 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
       const attributes = groups.map((g, i) => `${JSON.stringify(g.field.attribute)}:${jsonOf(values[i])}`);
       attributes.push(`"count":${jsonOf(values[groups.length])}`);
       if (sums.length > 0) {
-        const totals = values.slice(groups.length + 1);
-        attributes.push(`"sums":{${sums.map((f, j) => `${JSON.stringify(f.name)}:${totals[j] === null ? 'null' : String(totals[j])}`).join(',')}}`);
+        const summed = values.slice(groups.length + 1);
+        attributes.push(`"sums":{${sums.map((f, j) => `${JSON.stringify(f.name)}:${summed[j] === null ? 'null' : String(summed[j])}`).join(',')}}`);
       }
       return `{"id":${JSON.stringify(id)},"type":"explorer-summary-groups","attributes":{${attributes.join(',')}}}`;
     });
