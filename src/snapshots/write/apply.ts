@@ -62,7 +62,10 @@ export interface ApplyResult {
   alreadyApplied: boolean;
   batch: BatchCounts;
   seconds: number;
-  /** Seconds spent validating, building the delta, and switching (links, manifest, CURRENT). */
+  /**
+   * Seconds until validation ended and until the delta was built, each from the batch's start (the two run
+   * side by side), then seconds spent switching (links, manifest, CURRENT).
+   */
   phases: { validate: number; write: number; switch: number };
 }
 
@@ -115,19 +118,34 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     // follows what changed since the fold, not since the load (delta-layout.ts).
     const fold = minorPath !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
 
-    const state = await openSnapshotState(basePath, ...[majorPath, minorPath].filter((p): p is string => p !== null));
-    const validation = await validateBatch(dir, state).finally(() => state.close());
-    if (validation.errorCount > 0) throw new BatchRejectedError(validation.errors, validation.errorCount);
-    const validated = performance.now();
-
+    // Validation and the delta's build run side by side, as a load's do: the build writes only into a
+    // directory that becomes a snapshot once validation has passed. A batch with problems is rejected with
+    // validation's problems, whatever the build made of it, and its build is interrupted.
+    const building = new AbortController();
+    const validating = (async () => {
+      const state = await openSnapshotState(basePath, ...[majorPath, minorPath].filter((p): p is string => p !== null));
+      const v = await validateBatch(dir, state).finally(() => state.close());
+      if (v.errorCount > 0) building.abort();
+      return { ...v, seconds: (performance.now() - started) / 1000 };
+    })();
+    validating.catch(() => building.abort());
     await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
-    const delta = await buildDelta({
-      batchDir: dir, current, currentAccess: await readAccess(opts.dataDir, currentId), basePath, majorPath, minorPath, fold,
-      outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
-      memoryLimit: opts.memoryLimit, threads: opts.threads,
-    });
+    const writing = (async () => {
+      const access = await readAccess(opts.dataDir, currentId);
+      const built = await buildDelta({
+        batchDir: dir, current, currentAccess: access, basePath, majorPath, minorPath, fold,
+        outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
+        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
+      });
+      return { built, seconds: (performance.now() - started) / 1000 };
+    })();
+    const [validated, written] = await Promise.allSettled([validating, writing]);
+    if (validated.status === 'rejected') throw validated.reason;
+    if (validated.value.errorCount > 0) throw new BatchRejectedError(validated.value.errors, validated.value.errorCount);
+    if (written.status === 'rejected') throw written.reason;
+    const delta = written.value.built;
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
-    const written = performance.now();
+    const built = performance.now();
 
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
     await fs.link(basePath, join(tmp, DATABASE_FILE));
@@ -177,7 +195,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     await pruneSnapshots(opts.dataDir, { keep: opts.keep ?? DEFAULT_SNAPSHOT_KEEP, keepDays: opts.keepDays ?? DEFAULT_SNAPSHOT_KEEP_DAYS });
     return {
       manifest, alreadyApplied: false, batch: delta.batch, seconds: (performance.now() - started) / 1000,
-      phases: { validate: (validated - started) / 1000, write: (written - validated) / 1000, switch: (switched - written) / 1000 },
+      phases: { validate: validated.value.seconds, write: written.value.seconds, switch: (switched - built) / 1000 },
     };
   } catch (e) {
     await fs.rm(tmp, { recursive: true, force: true });
