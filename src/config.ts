@@ -61,6 +61,8 @@ export interface Config {
   writerWaitMs: number;
   /** The `ingest` follower's CPU niceness (0–19): above the servers', so that they keep their pace. */
   ingestNice: number;
+  /** Seconds without a batch after which the follower compacts the current snapshot's layers (0: never). */
+  ingestCompactIdleMs: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
 }
@@ -143,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     snapshotKeepDays: int(env, 'SNAPSHOT_KEEP_DAYS', DEFAULT_SNAPSHOT_KEEP_DAYS, 0),
     writerWaitMs: int(env, 'WRITER_WAIT_MS', DEFAULT_WRITER_WAIT_MS, 0),
     ingestNice: niceness(env),
+    ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

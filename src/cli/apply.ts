@@ -63,6 +63,7 @@ export async function ingest(argv: string[]): Promise<number> {
   console.error(`ingest: following ${spool}/incoming for ${config.dataDir}; rename a complete batch directory into it`);
   await runIngest(spool, {
     ...writerOptions(config),
+    compactIdleMs: config.ingestCompactIdleMs,
     signal: stop.signal,
     log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
   });

@@ -96,6 +96,11 @@ export interface Manifest {
   major?: string;
   majorId?: string;
   majorOrganizations?: string[];
+  /**
+   * The older delta holds each of its organizations whole, in the base's layout (write/whole-layer.ts): an
+   * organization no newer delta holds reads it as the base reads an organization.
+   */
+  majorWhole?: boolean;
   /** Batches applied since the base was loaded: the next one numbers its rows' positions after theirs. */
   sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */

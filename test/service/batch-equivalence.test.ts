@@ -18,6 +18,7 @@ import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readManifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
+import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
@@ -129,9 +130,23 @@ describe('change batches answer as a full load of the resulting source', functio
         // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
         // layers, and folds with and without an older delta, are compared.
         const { manifest } = await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15 });
-        forms.add(manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only');
+        forms.add(manifest.majorId === manifest.id ? 'fold' : manifest.majorWhole ? 'on a whole older delta' : manifest.major ? 'both deltas' : 'newer delta only');
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
+        await compare(step.name);
+        // Twice in the sequence, the follower's idle work: the layers compacted into one that holds each
+        // touched organization whole, the same snapshot answering the same; later batches apply on top of it.
+        if (i === 2 || i === 4) {
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB' });
+          expect(compacted, `${step.name}: layers compacted`).to.not.equal(null);
+          expect((await readManifest(viaBatches, compacted!.id)).majorWhole).to.equal(true);
+          await a.snapshots.refresh();
+          await compare(`${step.name}, layers compacted`);
+        }
+      }
+      expect([...forms].sort()).to.deep.equal(['both deltas', 'fold', 'newer delta only', 'on a whole older delta']);
+
+      async function compare(label: string): Promise<void> {
         const [na, nb] = await Promise.all([normalizer(viaBatches, a.url), normalizer(viaLoads, b.url)]);
         let compared = 0;
         for (const org of everOrgs) {
@@ -141,14 +156,13 @@ describe('change batches answer as a full load of the resulting source', functio
               return { status: res.status, type: res.headers.get('content-type'), body: normalize(await res.text()) };
             };
             const [x, y] = await Promise.all([get(a, na), get(b, nb)]);
-            expect(x.status, `${step.name}: ${path} status`).to.be.below(500);
-            expect(x, `${step.name}: ${path}`).to.deep.equal(y);
+            expect(x.status, `${label}: ${path} status`).to.be.below(500);
+            expect(x, `${label}: ${path}`).to.deep.equal(y);
             compared++;
           }
         }
         expect(compared).to.equal(everOrgs.size * (1 + VIEW_NAMES.length * 10));
       }
-      expect([...forms].sort()).to.deep.equal(['both deltas', 'fold', 'newer delta only']);
     });
   }
 });

@@ -168,7 +168,10 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
   };
   const major = await layer(manifest.major, manifest.majorId);
   const minor = await layer(manifest.delta, id);
-  const layers = { base: attachment?.alias ?? '', major, minor, majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []) };
+  const layers = {
+    base: attachment?.alias ?? '', major, minor, majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
+    majorWhole: manifest.majorWhole === true,
+  };
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
   return {
@@ -221,8 +224,20 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
   const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
   const quoted = (a: Attachment) => `"${a.alias}"`;
+  const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
+  if (!inMinor && layers.majorWhole) {
+    // Held whole by the older delta, laid out as the base lays out an organization (write/whole-layer.ts):
+    // its stored order, its positions' index and its index tables, at positions of its own.
+    const inMajor = (name: string) => `${quoted(layers.major!)}.${ident(name)}`;
+    const csvLines = manifest.csvLines?.[view];
+    return {
+      ...common, relation: inMajor(view), csvLines, defaultOrderStored: csvLines !== undefined,
+      rowid: ident(POSITION_COLUMN), ...(manifest.positions?.includes(view) ? { rowidIndexed: true } : {}),
+      ...(manifest.indexes?.[view] ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: inMajor(indexTable(view, column)) })) } : {}),
+    };
+  }
   if (!workspaceColumn(view)) {
-    const holder = layers.minor && layers.minorHolds.has(organization) ? layers.minor : layers.major!;
+    const holder = inMinor ? layers.minor! : layers.major!;
     const csvLines = manifest.csvLines?.[view];
     return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
@@ -239,6 +254,7 @@ interface Layers {
   minor: Attachment | null;
   majorHolds: ReadonlySet<string>;
   minorHolds: ReadonlySet<string>;
+  majorWhole: boolean;
 }
 
 export class SnapshotRegistry {
@@ -438,7 +454,12 @@ export class SnapshotRegistry {
 
   private async switchTo(id: string | null): Promise<void> {
     const shown = this.state.status === 'ready' ? this.state.snapshot.id : this.state.status === 'broken' ? this.state.id : null;
-    if (id === shown) return;
+    if (id === shown) {
+      // The same snapshot with its layers compacted (write/whole-layer.ts): opened again from its new manifest.
+      if (this.state.status !== 'ready' || id === null) return;
+      const stamp = await manifestStamp(this.dataDir, id).catch(() => null);
+      if (stamp === null || stamp === this.state.snapshot.manifestStamp) return;
+    }
     const previous = this.state.status === 'ready' ? this.state.snapshot : null;
     if (id === null) {
       this.state = { status: 'none' };
@@ -459,7 +480,7 @@ export class SnapshotRegistry {
     // The snapshot that was current stays open for history, with the registry's hold on it, unless it is
     // open there already (then that one serves and this one goes).
     if (previous) {
-      if (this.opened.has(previous.id)) this.letGo(previous);
+      if (this.opened.has(previous.id) || previous.id === id) this.letGo(previous);
       else this.opened.set(previous.id, Promise.resolve(previous));
     }
   }

@@ -150,13 +150,13 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
     await fs.link(basePath, join(tmp, DATABASE_FILE));
     // So is the older delta, unless this batch wrote a new one.
-    if (majorPath && !fold) await fs.link(majorPath, join(tmp, MAJOR_FILE));
+    if (majorPath && !fold) await fs.link(majorPath, join(tmp, current.major!));
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
     const layers: Partial<Manifest> = fold
       ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
       : {
-        ...(current.major ? { major: MAJOR_FILE, majorId: current.majorId, majorOrganizations: current.majorOrganizations } : {}),
+        ...(current.major ? { major: current.major, majorId: current.majorId, majorOrganizations: current.majorOrganizations, ...(current.majorWhole ? { majorWhole: true } : {}) } : {}),
         delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
       };
     const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size };

@@ -52,7 +52,8 @@ export async function compactSnapshots(dataDir: string, keepFull: number, opts: 
   for (const id of ids.slice(0, Math.max(0, ids.length - keepFull))) {
     if (id === current || bases.has(id)) continue;
     const manifest = await readManifest(dataDir, id).catch(() => null);
-    if (manifest?.delta) continue;
+    // Any snapshot made by batches, with a newer delta or only an older one: its rows are not its base's alone.
+    if (manifest?.base !== undefined) continue;
     // Snapshots from before row JSON have nothing to drop; a damaged one is left for retention to remove.
     if (!manifest?.database || manifest.rowJson !== true) continue;
     if (manifest.compacted) {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { recordRejectedBatch } from '../snapshot-dir.js';
 import { WriterBusyError } from '../writer-lock.js';
 import { applyBatch, batchDigest, BatchRejectedError, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
+import { compactLayers } from './whole-layer.js';
 
 export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
   /** Stops the follower after the batch it is applying, if any. */
@@ -17,6 +18,11 @@ export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' 
   log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
   /** How often incoming/ is listed besides the file system's notifications (which a shared file system may not send). */
   pollMs?: number;
+  /**
+   * After this long without a batch, the current snapshot's layers are compacted (whole-layer.ts); a batch
+   * that arrives meanwhile interrupts it. 0 or absent: never.
+   */
+  compactIdleMs?: number;
 }
 
 export const SPOOL_DIRS = ['incoming', 'done', 'rejected'] as const;
@@ -39,6 +45,9 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
     watcher = watch(incoming, nudge);
   } catch { /* polling alone */ }
   opts.signal.addEventListener('abort', nudge);
+  // Since when no batch has come, and whether the layers were compacted (or tried) since the last one.
+  let idleSince = Date.now();
+  let compacted = false;
   try {
     while (!opts.signal.aborted) {
       const waiting = (await fs.readdir(incoming, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
@@ -48,9 +57,15 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
         if (!(await ingestOne(spool, name, opts))) { stalled = true; break; }
       }
       if (opts.signal.aborted) break;
-      if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
+      if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; continue; } // more may have arrived meanwhile
+      const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
+      if (!stalled && !compacted && compactIn <= 0) {
+        compacted = await compactWhileIdle(opts, (interrupt) => { wake = interrupt; });
+        wake = undefined;
+        continue;
+      }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000);
+        const timer = setTimeout(resolve, Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted ? Infinity : Math.max(compactIn, 0)));
         wake = () => { clearTimeout(timer); resolve(); };
       });
       wake = undefined;
@@ -58,6 +73,29 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   } finally {
     watcher?.close();
     opts.signal.removeEventListener('abort', nudge);
+  }
+}
+
+/**
+ * Compacts the current snapshot's layers until done or until `onWake`'s interrupt is called (a batch
+ * arrived, or the follower stops). True when there is nothing more to do until the next batch: done, nothing
+ * to compact, or failed (logged; tried again after the next batch); false when interrupted.
+ */
+async function compactWhileIdle(opts: IngestOptions, onWake: (interrupt: () => void) => void): Promise<boolean> {
+  const interrupted = new AbortController();
+  onWake(() => interrupted.abort());
+  if (opts.signal.aborted) return false;
+  try {
+    const done = await compactLayers(opts.dataDir, { signal: interrupted.signal, memoryLimit: opts.memoryLimit, threads: opts.threads });
+    if (done) opts.log('info', 'layers compacted', { snapshot: done.id, organizations: done.organizations, seconds: round(done.seconds) });
+    return true;
+  } catch (e) {
+    if (interrupted.signal.aborted) {
+      opts.log('info', 'layer compaction interrupted by a batch', {});
+      return false;
+    }
+    opts.log('warn', 'layers not compacted', { error: (e as Error).message });
+    return true;
   }
 }
 

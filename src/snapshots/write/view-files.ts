@@ -48,7 +48,8 @@ export interface ViewStatements {
 export interface IndexStatement {
   column: string;
   table: string;
-  select: (table: string, keys?: readonly [number, number]) => string;
+  /** `row` names each row's position: its rowid where that is the position (a loaded snapshot), else its column. */
+  select: (table: string, keys?: readonly [number, number], row?: string) => string;
 }
 
 export function viewStatements(): ViewStatements[] {
@@ -91,14 +92,14 @@ export function viewStatements(): ViewStatements[] {
         t.rowid + ${Math.trunc(offset)} AS ${ident(POSITION_COLUMN)}
       FROM ${table} t`;
     const indexes = view.fields.filter((f) => f.indexed).map((field): IndexStatement => {
-      const columns = ['rowid AS ' + ident(INDEX_ROW_COLUMN), ident(ORGANIZATION_KEY_COLUMN), '"_id"', ...testedColumns(indexFields(view, field))];
+      const columns = [ident(ORGANIZATION_KEY_COLUMN), '"_id"', ...testedColumns(indexFields(view, field))];
       return {
         column: field.column,
         table: indexTable(decl.name, field.column),
-        select: (table, keys) => `
-          SELECT ${columns.join(', ')} FROM ${table}
+        select: (table, keys, row = 'rowid') => `
+          SELECT ${row} AS ${ident(INDEX_ROW_COLUMN)}, ${columns.join(', ')} FROM ${table}
           ${keys ? `WHERE ${ident(ORGANIZATION_KEY_COLUMN)} BETWEEN ${keys[0]} AND ${keys[1]}` : ''}
-          ORDER BY ${ident(ORGANIZATION_KEY_COLUMN)}, ${ident(field.column)}, rowid`,
+          ORDER BY ${ident(ORGANIZATION_KEY_COLUMN)}, ${ident(field.column)}, ${row}`,
       };
     });
     const derived = [...strings.filter((f) => !sortFields.has(f)).map((f) => foldedColumn(f.column)), ...SERVING_COLUMNS];

@@ -1,0 +1,161 @@
+// Background compaction of a batch snapshot's layers (delta-layout.ts). A touched organization's page reads
+// the base less what the deltas replaced, plus each delta's rows: two anti joins and three scans, sorted,
+// where an untouched organization's page is one scan in stored order. Once batches stop arriving for a
+// while, the follower rewrites the current snapshot's deltas as one older delta that holds each organization
+// they touched whole (every row of every view, in the base's order, with its own position index and index
+// tables): each such organization then reads one table as the base stores it, with every plan of the base's.
+// The snapshot stays the same snapshot (same id, same answers); only its manifest names other files, as a
+// history compaction does (compact.ts). A batch that arrives meanwhile interrupts it: the batch goes first.
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
+import { openInstance } from '../../duckdb/open-instance.js';
+import { ident } from '../../query/compile.js';
+import {
+  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+} from '../delta-layout.js';
+import { fsyncPath, readCurrentId, readManifest, snapshotPath, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
+import { acquireWriterLock } from '../writer-lock.js';
+import { createViewTable, STORAGE_VERSION } from './build-steps.js';
+import { sqlLiteral } from './staging.js';
+import { viewStatements } from './view-files.js';
+
+/** The file of an older delta that holds its organizations whole. */
+export const WHOLE_FILE = 'whole.duckdb';
+
+export interface WholeLayerOptions {
+  /** Interrupts the compaction (a batch arrived, or the follower stops): nothing changes. */
+  signal?: AbortSignal;
+  memoryLimit?: string;
+  threads?: number;
+}
+
+export interface WholeLayerResult {
+  /** The snapshot whose layers were rewritten, and the organizations its older delta now holds whole. */
+  id: string;
+  organizations: number;
+  seconds: number;
+}
+
+/** The current snapshot has layers that are not (all) whole: compacting them changes how its pages read. */
+export const hasPartLayers = (m: Manifest) => m.delta !== undefined || (m.major !== undefined && m.majorWhole !== true);
+
+/**
+ * Rewrites the current snapshot's deltas as one older delta holding their organizations whole. Returns null
+ * when there is nothing to do, or when another snapshot became current meanwhile (the work is dropped).
+ */
+export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {}): Promise<WholeLayerResult | null> {
+  const started = performance.now();
+  const id = await readCurrentId(dataDir);
+  if (id === null) return null;
+  const current = await readManifest(dataDir, id);
+  if (!current.base || !current.database || !hasPartLayers(current)) return null;
+  const dir = snapshotPath(dataDir, id);
+  const tmp = join(dir, `.whole-${process.pid}.duckdb`);
+  const scratch = join(dir, '.whole-tmp');
+  // What a compaction killed midway left here.
+  for (const name of await fs.readdir(dir)) if (name.startsWith('.whole-')) await fs.rm(join(dir, name), { recursive: true, force: true });
+  await fs.mkdir(scratch, { recursive: true });
+  const held = [...new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])])].sort();
+  // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
+  const keys = held.map((o) => current.organizationKeys?.[o]).filter((k): k is number => k !== undefined);
+  const keyList = keys.map((k) => Math.trunc(k)).join(', ') || 'NULL';
+  const names = held.map(sqlLiteral).join(', ') || 'NULL';
+  const statements = new Map(viewStatements().map((v) => [v.view, v]));
+  const instance = await openInstance(':memory:', {
+    threads: String(opts.threads ?? 2),
+    memory_limit: opts.memoryLimit ?? '2GB',
+    temp_directory: scratch,
+    preserve_insertion_order: 'true',
+  });
+  const db = await instance.connect();
+  const interrupt = () => db.interrupt();
+  opts.signal?.addEventListener('abort', interrupt);
+  const run = (sql: string) => { opts.signal?.throwIfAborted(); return db.run(sql); };
+  const count = async (sql: string) => { opts.signal?.throwIfAborted(); return Number((await db.runAndReadAll(sql)).getRows()[0]![0]); };
+  let slots = 0;
+  try {
+    await run(`ATTACH ${sqlLiteral(join(dir, current.database))} AS f_base (READ_ONLY)`);
+    const layers = ['f_base'];
+    if (current.major) { await run(`ATTACH ${sqlLiteral(join(dir, current.major))} AS f_major (READ_ONLY)`); layers.push('f_major'); }
+    if (current.delta) { await run(`ATTACH ${sqlLiteral(join(dir, current.delta))} AS f_minor (READ_ONLY)`); layers.push('f_minor'); }
+    await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await run(`SET checkpoint_threshold = '64GB'`);
+    const deltas = layers.slice(1);
+    // Each view's rows of the held organizations in the base's order, at positions after every batch's: as
+    // many batches' ranges as the largest view needs, which the next batch then numbers after.
+    const first = DELTA_POSITION_BASE + ((current.sequence ?? 0) + 1) * BATCH_POSITIONS;
+    for (const view of VIEW_NAMES) {
+      const { order, indexes } = statements.get(view)!;
+      const columns = (await db.runAndReadAll(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).getRows().map(([c]) => ident(c as string));
+      const rows = `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)} t WHERE t."_org_key" IN (${keyList}))`;
+      await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM f_base.${ident(view)} LIMIT 0`);
+      const position = `(${first} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS ${ident(POSITION_COLUMN)}`;
+      await run(`INSERT INTO out.${ident(view)} SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t ORDER BY ${order}`);
+      slots = Math.max(slots, Math.ceil(await count(`SELECT count(*) FROM out.${ident(view)}`) / BATCH_POSITIONS), 1);
+      if (current.positions?.includes(view)) await run(`CREATE INDEX ${ident(positionIndex(view))} ON out.${ident(view)} (${ident(POSITION_COLUMN)})`);
+      for (const index of indexes) {
+        if (!current.indexes?.[view]?.includes(index.column)) continue;
+        await run(`CREATE TABLE out.${ident(index.table)} AS ${index.select(`out.${ident(view)}`, undefined, ident(POSITION_COLUMN))}`);
+      }
+    }
+    // The source state: the small kinds whole, as the newest layer has them; the held organizations' workspaces.
+    const newest = layers[layers.length - 1]!;
+    for (const kind of WHOLE_STATE) await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${newest}.source_${kind}`);
+    for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
+      await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)} s WHERE s.organization IN (${names}) ORDER BY ALL`);
+    }
+    // Replaced: what the deltas replaced (deleted organizations' workspaces among them), and every workspace
+    // of a held organization in the base, whose rows this layer now holds whole.
+    const workspaces = ident(workspaceColumn('workspaces')!);
+    await run(`CREATE TABLE out.replaced_workspaces AS SELECT DISTINCT * FROM (
+      ${deltas.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')}
+      UNION ALL SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${keyList})) ORDER BY ALL`);
+    await run('CREATE TABLE out.held_organizations (name VARCHAR)');
+    const appender = await db.createAppender('held_organizations', 'main', 'out');
+    for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
+    appender.closeSync();
+    // Checked: a wrong count is a wrong answer for some organization.
+    for (const view of VIEW_NAMES) {
+      const expected = keys.length === 0 ? 0 : held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
+      const got = await count(`SELECT count(*) FROM out.${ident(view)}`);
+      if (got !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${got} rows, not ${expected}`);
+    }
+    await run('CHECKPOINT out');
+    await run('DETACH out');
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  } finally {
+    opts.signal?.removeEventListener('abort', interrupt);
+    db.closeSync();
+    instance.closeSync();
+    await fs.rm(scratch, { recursive: true, force: true });
+  }
+  await fsyncPath(tmp);
+
+  // The switch, under the writer lock: only if the snapshot is still current and as it was read.
+  const release = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 10_000 });
+  try {
+    const still = await readManifest(dataDir, id).catch(() => null);
+    if ((await readCurrentId(dataDir)) !== id || JSON.stringify(still) !== JSON.stringify(current)) {
+      await fs.rm(tmp, { force: true });
+      return null;
+    }
+    await fs.rename(tmp, join(dir, WHOLE_FILE));
+    const { delta: _d, deltaOrganizations: _do, deltaWorkspaces: _dw, ...rest } = current;
+    const sizes = { [current.database]: current.sizes?.[current.database] ?? 0, [WHOLE_FILE]: (await fs.stat(join(dir, WHOLE_FILE))).size };
+    const manifest: Manifest = {
+      ...rest, major: WHOLE_FILE, majorId: id, majorOrganizations: held, majorWhole: true,
+      sequence: (current.sequence ?? 0) + slots, sizes,
+    };
+    await writeManifest(dataDir, manifest);
+    // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
+    await writeCurrentId(dataDir, id);
+    // The old layers' links in this directory (other snapshots keep their own; servers their pins).
+    for (const name of [current.major, current.delta]) if (name && name !== WHOLE_FILE) await fs.rm(join(dir, name), { force: true });
+  } finally {
+    await release();
+  }
+  return { id, organizations: held.length, seconds: (performance.now() - started) / 1000 };
+}
