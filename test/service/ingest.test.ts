@@ -9,7 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
-import { listSnapshotIds, readCurrentId, readManifest } from '../../src/snapshots/snapshot-dir.js';
+import { issueToken } from '../../src/access/tokens.js';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { startServer } from '../../src/server.js';
+import { listSnapshotIds, readCurrentId, readManifest, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
+import { openStateStore } from '../../src/store/open-store.js';
 import { acquireWriterLock } from '../../src/snapshots/writer-lock.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
@@ -119,8 +124,8 @@ describe('explorer apply and explorer ingest', function () {
   });
 
   /** Runs `explorer ingest <spool>` as a child process. */
-  const follower = (spool: string, dataDir: string): { child: ChildProcess; lines: () => Record<string, any>[] } => {
-    const child = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const follower = (spool: string, dataDir: string, env: Record<string, string> = {}): { child: ChildProcess; lines: () => Record<string, any>[] } => {
+    const child = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
     child.stderr!.resume();
@@ -164,6 +169,63 @@ describe('explorer apply and explorer ingest', function () {
       await exited(f.child);
     }
     expect(f.child.exitCode).to.equal(0);
+  });
+
+  it('compacts the layers once idle, through kill -9 at many moments, and a server follows the same snapshot in its new form', async () => {
+    const dataDir = await loaded('idle');
+    const spool = join(dataDir, 'spool');
+    mkdirSync(join(spool, 'incoming'), { recursive: true });
+    for (const name of ['batch-0001', 'batch-0002']) cpSync(join(batches, name), join(spool, 'incoming', name), { recursive: true });
+    const off = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '0' });
+    await until(() => readdirSync(join(spool, 'incoming')).length === 0 && off.lines().length === 2, 60_000, 'the batches');
+    off.child.kill('SIGTERM');
+    await exited(off.child);
+    const id = (await readCurrentId(dataDir))!;
+    const layered = await readManifest(dataDir, id);
+    expect(layered.delta, 'a newer delta to compact').to.be.a('string');
+    const server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '1', SNAPSHOT_POLL_MS: '3600000', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' }), silentLogger);
+    try {
+      const store = await openStateStore(loadConfig({ DATA_DIR: dataDir }));
+      const org = layered.deltaOrganizations!.find((o) => layered.organizationKeys?.[o] !== undefined)!;
+      const token = (await issueToken(store, { kind: 'organization', organization: org, description: 'idle' })).token;
+      await store.close();
+      const pages = async () => Promise.all(['workspaces', 'resources', 'providers'].map(async (type) => {
+        const res = await fetch(`${server.url}/api/v2/organizations/${org}/explorer?type=${type}&sort=-${type === 'providers' ? 'workspace_count' : 'workspace_name'}`, { headers: { Authorization: `Bearer ${token}` } });
+        return { status: res.status, snapshot: res.headers.get('x-explorer-snapshot'), modified: res.headers.get('last-modified'), body: await res.text() };
+      }));
+      const before = await pages();
+      // Killed while it compacts, at growing delays: a compaction killed midway changes nothing.
+      let midway = 0;
+      for (let delay = 1000; delay <= 2400; delay += 200) {
+        const f = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '1' });
+        await sleep(delay);
+        f.child.kill('SIGKILL');
+        await exited(f.child);
+        if (readdirSync(snapshotPath(dataDir, id)).some((n) => n.startsWith('.whole-'))) midway++;
+        const m = await readManifest(dataDir, id);
+        expect(m.delta === undefined ? m.majorWhole : m.major === layered.major && m.delta === layered.delta, `after a kill at ${delay} ms`).to.equal(true);
+      }
+      expect(midway, 'kills that landed while the compaction wrote its file').to.be.above(0);
+      // A kill after the switch leaves nothing more to do; otherwise the next follower compacts once idle.
+      const f = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '1' });
+      try {
+        if (!(await readManifest(dataDir, id)).majorWhole) await until(() => f.lines().some((l) => l.message === 'layers compacted'), 60_000, 'the compaction');
+      } finally {
+        f.child.kill('SIGTERM');
+        await exited(f.child);
+      }
+      const whole = await readManifest(dataDir, id);
+      expect(await readCurrentId(dataDir)).to.equal(id);
+      expect(whole.majorWhole).to.equal(true);
+      expect(whole.delta).to.equal(undefined);
+      expect(whole.majorOrganizations).to.include.members(layered.deltaOrganizations!);
+      expect(readdirSync(snapshotPath(dataDir, id)).sort()).to.deep.equal(['access.json', 'manifest.json', 'snapshot.duckdb', 'whole.duckdb']);
+      // The server noticed CURRENT written again and reads the new form: the same answers, the same snapshot.
+      await until(() => server.snapshots.current.status === 'ready' && server.snapshots.current.snapshot.manifest.majorWhole === true, 10_000, 'the server to follow');
+      expect(await pages()).to.deep.equal(before);
+    } finally {
+      await server.shutdown();
+    }
   });
 
   it('applies every batch exactly once through kill -9 of ingest at many moments, as a full load of the result answers', async () => {
