@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listSnapshotIds, readCurrentId, readManifest, snapshotPath } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import * as fx from '../fixtures/small-source.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 
@@ -44,5 +45,35 @@ describe('retention of batch snapshots', function () {
     const older = await h.explorer(`?type=workspaces&snapshot=${ids[0]}&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=third`);
     expect(older.status).to.equal(200);
     expect((await json(older)).data).to.have.length(1);
+  });
+});
+
+describe('history compaction beside batch snapshots', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  before(async () => { h = await startHarness({ env: { SNAPSHOT_KEEP: '10', SNAPSHOT_KEEP_DAYS: '0' } }); });
+  after(async () => { await h.close(); });
+
+  it('leaves every batch snapshot as it is when a load compacts the older snapshots, one with only an older delta too', async () => {
+    const renamed: [string, string][] = [];
+    for (const name of ['one', 'two', 'three']) {
+      const dir = join(h.dataDir, `batch-${name}`);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'workspaces.ndjson'), JSON.stringify({ ...fx.workspaces[0], name }) + '\n');
+      const { manifest } = await applyBatch(dir, { dataDir: h.dataDir, keep: 10, keepDays: 0, foldWorkspaces: 1 });
+      renamed.push([manifest.id, name]);
+    }
+    const folded = await readManifest(h.dataDir, renamed[1]![0]);
+    expect(folded.major, 'the second batch folds: an older delta only').to.be.a('string');
+    expect(folded.delta).to.equal(undefined);
+    // Two loads: every snapshot but the newest two is then older than SNAPSHOT_KEEP_FULL.
+    for (let i = 0; i < 2; i++) await loadSnapshot(join(h.dataDir, 'source'), { dataDir: h.dataDir, memoryLimit: '1GB', keep: 10, keepDays: 0, keepFull: 2 });
+    await h.running.snapshots.refresh();
+    for (const [id, name] of renamed) {
+      expect((await readManifest(h.dataDir, id)).compacted, id).to.equal(undefined);
+      const page = await h.explorer(`?type=workspaces&snapshot=${id}&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=${name}`);
+      expect(page.status).to.equal(200);
+      expect((await json(page)).data, name).to.have.length(1);
+    }
   });
 });
