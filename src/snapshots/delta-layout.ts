@@ -1,8 +1,10 @@
 // The contract between the change-batch writer (write/apply.ts) and the readers (the server's registry, the
 // batch validator's state): what a batch snapshot's delta file holds and how its rows merge with the base's.
 //
-// A snapshot reads a stack of at most three layers: the base, an older delta (`major.duckdb`) and a newer one
-// (`delta.duckdb`). Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
+// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole.duckdb`, written by an idle
+// follower: write/whole-layer.ts), an older delta (`major.duckdb`) and a newer one (`delta.duckdb`); an
+// organization reads at most three of them, the whole layer instead of the base where it holds the
+// organization. Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
 // so its cost follows what changed since the older one; once the newer delta holds enough workspaces
 // (apply.ts FOLD_WORKSPACES) a batch folds it into a new older delta instead. A delta holds:
 //   replaced_workspaces                       every workspace whose rows below no longer stand: changed,
@@ -25,6 +27,11 @@ import { ident } from '../query/compile.js';
 export const DELTA_FILE = 'delta.duckdb';
 /** The older, larger delta a snapshot may also read (delta-layout above): a small delta folded into it. */
 export const MAJOR_FILE = 'major.duckdb';
+/**
+ * The layer that holds organizations whole, under the deltas (write/whole-layer.ts), numbered by the
+ * batches its snapshot had: a compaction never reuses the name of a file the old manifest names.
+ */
+export const wholeFile = (sequence: number) => `whole-${Math.trunc(sequence)}.duckdb`;
 /** Delta positions start here, above every base position. */
 export const DELTA_POSITION_BASE = 2 ** 40;
 /** Positions each batch numbers its rows in (the n-th batch since the load: from DELTA_POSITION_BASE + n × this). */

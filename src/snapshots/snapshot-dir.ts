@@ -97,10 +97,13 @@ export interface Manifest {
   majorId?: string;
   majorOrganizations?: string[];
   /**
-   * The older delta holds each of its organizations whole, in the base's layout (write/whole-layer.ts): an
-   * organization no newer delta holds reads it as the base reads an organization.
+   * The whole layer (write/whole-layer.ts), between the base and the deltas: the file, the snapshot that
+   * wrote it (its files are links to that one's), and the organizations it holds whole, in the base's
+   * layout. An organization it holds reads it instead of the base; one no delta holds reads it alone.
    */
-  majorWhole?: boolean;
+  whole?: string;
+  wholeId?: string;
+  wholeOrganizations?: string[];
   /** Batches applied since the base was loaded: the next one numbers its rows' positions after theirs. */
   sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */

@@ -203,25 +203,24 @@ describe('explorer apply and explorer ingest', function () {
         await exited(f.child);
         if (readdirSync(snapshotPath(dataDir, id)).some((n) => n.startsWith('.whole-'))) midway++;
         const m = await readManifest(dataDir, id);
-        expect(m.delta === undefined ? m.majorWhole : m.major === layered.major && m.delta === layered.delta, `after a kill at ${delay} ms`).to.equal(true);
+        expect(m.delta === undefined ? m.whole !== undefined : m.major === layered.major && m.delta === layered.delta && m.whole === undefined, `after a kill at ${delay} ms`).to.equal(true);
       }
       expect(midway, 'kills that landed while the compaction wrote its file').to.be.above(0);
       // A kill after the switch leaves nothing more to do; otherwise the next follower compacts once idle.
       const f = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '1' });
       try {
-        if (!(await readManifest(dataDir, id)).majorWhole) await until(() => f.lines().some((l) => l.message === 'layers compacted'), 60_000, 'the compaction');
+        if (!(await readManifest(dataDir, id)).whole) await until(() => f.lines().some((l) => l.message === 'layers compacted'), 60_000, 'the compaction');
       } finally {
         f.child.kill('SIGTERM');
         await exited(f.child);
       }
       const whole = await readManifest(dataDir, id);
       expect(await readCurrentId(dataDir)).to.equal(id);
-      expect(whole.majorWhole).to.equal(true);
-      expect(whole.delta).to.equal(undefined);
-      expect(whole.majorOrganizations).to.include.members(layered.deltaOrganizations!);
-      expect(readdirSync(snapshotPath(dataDir, id)).sort()).to.deep.equal(['access.json', 'manifest.json', 'snapshot.duckdb', 'whole.duckdb']);
+      expect([whole.major, whole.delta]).to.deep.equal([undefined, undefined]);
+      expect(whole.wholeOrganizations).to.include.members(layered.deltaOrganizations!);
+      expect(readdirSync(snapshotPath(dataDir, id)).sort()).to.deep.equal(['access.json', 'manifest.json', 'snapshot.duckdb', whole.whole]);
       // The server noticed CURRENT written again and reads the new form: the same answers, the same snapshot.
-      await until(() => server.snapshots.current.status === 'ready' && server.snapshots.current.snapshot.manifest.majorWhole === true, 10_000, 'the server to follow');
+      await until(() => server.snapshots.current.status === 'ready' && server.snapshots.current.snapshot.manifest.whole !== undefined, 10_000, 'the server to follow');
       expect(await pages()).to.deep.equal(before);
     } finally {
       await server.shutdown();

@@ -155,8 +155,9 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
     }
   }
-  // A batch snapshot's deltas (delta-layout.ts): the older one is shared with the snapshots after the one
-  // that wrote it (its alias names that one), the newer one is this snapshot's own.
+  // A batch snapshot's layers over its base (delta-layout.ts): the whole layer and the older delta are
+  // shared with the snapshots after the one that wrote each (its alias names that one), the newer delta is
+  // this snapshot's own.
   const deltas: Attachment[] = [];
   const layer = async (name: string | undefined, owner: string | undefined) => {
     if (!name || !attachment) return null;
@@ -166,11 +167,12 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     deltas.push(a);
     return a;
   };
+  const whole = await layer(manifest.whole, manifest.wholeId);
   const major = await layer(manifest.major, manifest.majorId);
   const minor = await layer(manifest.delta, id);
-  const layers = {
-    base: attachment?.alias ?? '', major, minor, majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
-    majorWhole: manifest.majorWhole === true,
+  const layers: Layers = {
+    base: attachment?.alias ?? '', whole, major, minor,
+    wholeHolds: new Set(manifest.wholeOrganizations ?? []), majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
   };
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
@@ -191,7 +193,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
-      if (layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest);
+      if (layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest);
       return {
         relation: table,
         ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
@@ -214,34 +216,36 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
 }
 
 /**
- * Where an organization whose rows a delta holds reads them (delta-layout.ts). A view grouped across
- * workspaces holds the organization whole in the newest delta that holds it, stored as the base stores it:
- * every plan of the base's but the position index. A view with rows per workspace merges the base's standing
- * rows with the deltas': pages find rows by their position column, and sort what they read; a large
+ * Where an organization whose rows a layer over the base holds reads them (delta-layout.ts). One the whole
+ * layer holds and no delta does reads that layer as the base is read: stored order, position index, index
+ * tables. A view grouped across workspaces holds the organization whole in the newest layer that holds it,
+ * stored as the base stores it: every plan of the base's but the position index. A view with rows per
+ * workspace merges the standing rows of the layers that hold the organization (the whole layer instead of
+ * the base where it holds it): pages find rows by their position column, and sort what they read; a large
  * organization's page then fetches its rows by position from the layers' tables as they are.
  */
 function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
   const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
   const quoted = (a: Attachment) => `"${a.alias}"`;
+  const inWhole = layers.whole !== null && layers.wholeHolds.has(organization);
+  const inMajor = layers.major !== null && layers.majorHolds.has(organization);
   const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
-  if (!inMinor && layers.majorWhole) {
-    // Held whole by the older delta, laid out as the base lays out an organization (write/whole-layer.ts):
-    // its stored order, its positions' index and its index tables, at positions of its own.
-    const inMajor = (name: string) => `${quoted(layers.major!)}.${ident(name)}`;
-    const csvLines = manifest.csvLines?.[view];
+  const csvLines = manifest.csvLines?.[view];
+  if (inWhole && !inMajor && !inMinor) {
+    const table = (name: string) => `${quoted(layers.whole!)}.${ident(name)}`;
     return {
-      ...common, relation: inMajor(view), csvLines, defaultOrderStored: csvLines !== undefined,
+      ...common, relation: table(view), csvLines, defaultOrderStored: csvLines !== undefined,
       rowid: ident(POSITION_COLUMN), ...(manifest.positions?.includes(view) ? { rowidIndexed: true } : {}),
-      ...(manifest.indexes?.[view] ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: inMajor(indexTable(view, column)) })) } : {}),
+      ...(manifest.indexes?.[view] ? { indexes: manifest.indexes[view]!.map((column) => ({ column, relation: table(indexTable(view, column)) })) } : {}),
     };
   }
   if (!workspaceColumn(view)) {
-    const holder = inMinor ? layers.minor! : layers.major!;
-    const csvLines = manifest.csvLines?.[view];
+    const holder = inMinor ? layers.minor! : inMajor ? layers.major! : layers.whole!;
     return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
-  const stack = [`"${layers.base}"`, ...[layers.major, layers.minor].filter((a): a is Attachment => a !== null).map(quoted)];
+  // A layer that does not hold the organization has none of its rows and replaces none of its workspaces.
+  const stack = [inWhole ? quoted(layers.whole!) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
   return {
     ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
     fetchRelation: layeredRows(stack, view),
@@ -250,11 +254,12 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
 
 interface Layers {
   base: string;
+  whole: Attachment | null;
   major: Attachment | null;
   minor: Attachment | null;
+  wholeHolds: ReadonlySet<string>;
   majorHolds: ReadonlySet<string>;
   minorHolds: ReadonlySet<string>;
-  majorWhole: boolean;
 }
 
 export class SnapshotRegistry {

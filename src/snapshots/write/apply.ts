@@ -112,6 +112,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const basePath = join(currentDir, current.database);
+    const wholePath = current.whole ? join(currentDir, current.whole) : null;
     const majorPath = current.major ? join(currentDir, current.major) : null;
     const minorPath = current.delta ? join(currentDir, current.delta) : null;
     // The newer delta is folded into the older one once it replaces enough workspaces: a batch's cost then
@@ -123,7 +124,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     // validation's problems, whatever the build made of it, and its build is interrupted.
     const building = new AbortController();
     const validating = (async () => {
-      const state = await openSnapshotState(basePath, ...[majorPath, minorPath].filter((p): p is string => p !== null));
+      const state = await openSnapshotState(basePath, ...[wholePath, majorPath, minorPath].filter((p): p is string => p !== null));
       const v = await validateBatch(dir, state).finally(() => state.close());
       if (v.errorCount > 0) building.abort();
       return { ...v, seconds: (performance.now() - started) / 1000 };
@@ -133,7 +134,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     const writing = (async () => {
       const access = await readAccess(opts.dataDir, currentId);
       const built = await buildDelta({
-        batchDir: dir, current, currentAccess: access, basePath, majorPath, minorPath, fold,
+        batchDir: dir, current, currentAccess: access, basePath, wholePath, majorPath, minorPath, fold,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
         memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
       });
@@ -149,18 +150,22 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
 
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
     await fs.link(basePath, join(tmp, DATABASE_FILE));
-    // So is the older delta, unless this batch wrote a new one.
+    // So are the whole layer, and the older delta unless this batch wrote a new one.
+    if (wholePath) await fs.link(wholePath, join(tmp, current.whole!));
     if (majorPath && !fold) await fs.link(majorPath, join(tmp, current.major!));
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
-    const layers: Partial<Manifest> = fold
-      ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
-      : {
-        ...(current.major ? { major: current.major, majorId: current.majorId, majorOrganizations: current.majorOrganizations, ...(current.majorWhole ? { majorWhole: true } : {}) } : {}),
-        delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
-      };
+    const layers: Partial<Manifest> = {
+      ...(current.whole ? { whole: current.whole, wholeId: current.wholeId, wholeOrganizations: current.wholeOrganizations } : {}),
+      ...(fold
+        ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
+        : {
+          ...(current.major ? { major: current.major, majorId: current.majorId, majorOrganizations: current.majorOrganizations } : {}),
+          delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
+        }),
+    };
     const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size };
-    for (const name of [layers.major, layers.delta]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
+    for (const name of [layers.whole, layers.major, layers.delta]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
     const manifest: Manifest = {
       id,
       createdAt: loadedAt.toISOString(),

@@ -22,11 +22,12 @@ export interface DeltaInput {
   /** The current snapshot: its manifest and who may read what in it. */
   current: Manifest;
   currentAccess: AccessData;
-  /** The current snapshot's layers (delta-layout.ts): the base's DuckDB file, its older and newer deltas if any. */
+  /** The current snapshot's layers (delta-layout.ts): the base's DuckDB file, its whole layer, older and newer deltas if any. */
   basePath: string;
+  wholePath: string | null;
   majorPath: string | null;
   minorPath: string | null;
-  /** Fold the newer delta into the older one: the new file is a new older delta over the base alone. */
+  /** Fold the newer delta into the older one: the new file is a new older delta over the base and the whole layer alone. */
   fold: boolean;
   /** The new delta file, and a directory for DuckDB's spills. */
   outPath: string;
@@ -83,6 +84,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // The layers below the new delta are read as schema `base`, the delta it replaces as schema `prev`
     // (delta-layout.ts): the statements below are those of one delta over one base, whatever the stack.
     await run(`ATTACH ${sqlLiteral(input.basePath)} AS f_base (READ_ONLY)`);
+    if (input.wholePath) await run(`ATTACH ${sqlLiteral(input.wholePath)} AS f_whole (READ_ONLY)`);
     if (input.majorPath) await run(`ATTACH ${sqlLiteral(input.majorPath)} AS f_major (READ_ONLY)`);
     if (input.minorPath) await run(`ATTACH ${sqlLiteral(input.minorPath)} AS f_minor (READ_ONLY)`);
     await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
@@ -94,7 +96,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // Asked of the table itself: a look through duckdb_columns() cost 9–13 ms of every batch.
     const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
     if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
-    const below = input.fold || !input.majorPath ? ['f_base'] : ['f_base', 'f_major'];
+    const below = ['f_base', ...(input.wholePath ? ['f_whole'] : []), ...(input.fold || !input.majorPath ? [] : ['f_major'])];
     const replacing = [...(input.fold && input.majorPath ? ['f_major'] : []), ...(input.minorPath ? ['f_minor'] : [])];
     const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
     const layered = async (schema: string, layers: string[]) => {

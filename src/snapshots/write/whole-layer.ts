@@ -1,9 +1,10 @@
 // Background compaction of a batch snapshot's layers (delta-layout.ts). A touched organization's page reads
 // the base less what the deltas replaced, plus each delta's rows: two anti joins and three scans, sorted,
 // where an untouched organization's page is one scan in stored order. Once batches stop arriving for a
-// while, the follower rewrites the current snapshot's deltas as one older delta that holds each organization
-// they touched whole (every row of every view, in the base's order, with its own position index and index
-// tables): each such organization then reads one table as the base stores it, with every plan of the base's.
+// while, the follower rewrites the current snapshot's whole layer and deltas as one whole layer that holds
+// each organization they touched whole (every row of every view, in the base's order, with its own position
+// index and index tables): each such organization then reads one table as the base stores it, with every
+// plan of the base's. Later batches stack deltas on it as on the base, and their folds never copy it.
 // The snapshot stays the same snapshot (same id, same answers); only its manifest names other files, as a
 // history compaction does (compact.ts). A batch that arrives meanwhile interrupts it: the batch goes first.
 import { promises as fs } from 'node:fs';
@@ -12,16 +13,13 @@ import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import {
-  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, snapshotPath, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { createViewTable, STORAGE_VERSION } from './build-steps.js';
 import { sqlLiteral } from './staging.js';
 import { viewStatements } from './view-files.js';
-
-/** The file of an older delta that holds its organizations whole. */
-export const WHOLE_FILE = 'whole.duckdb';
 
 export interface WholeLayerOptions {
   /** Interrupts the compaction (a batch arrived, or the follower stops): nothing changes. */
@@ -31,17 +29,17 @@ export interface WholeLayerOptions {
 }
 
 export interface WholeLayerResult {
-  /** The snapshot whose layers were rewritten, and the organizations its older delta now holds whole. */
+  /** The snapshot whose layers were rewritten, and the organizations its whole layer now holds. */
   id: string;
   organizations: number;
   seconds: number;
 }
 
-/** The current snapshot has layers that are not (all) whole: compacting them changes how its pages read. */
-export const hasPartLayers = (m: Manifest) => m.delta !== undefined || (m.major !== undefined && m.majorWhole !== true);
+/** The snapshot has deltas: compacting them changes how its touched organizations' pages read. */
+export const hasDeltas = (m: Manifest) => m.delta !== undefined || m.major !== undefined;
 
 /**
- * Rewrites the current snapshot's deltas as one older delta holding their organizations whole. Returns null
+ * Rewrites the current snapshot's whole layer and deltas as one whole layer. Returns null
  * when there is nothing to do, or when another snapshot became current meanwhile (the work is dropped).
  */
 export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {}): Promise<WholeLayerResult | null> {
@@ -49,14 +47,14 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const id = await readCurrentId(dataDir);
   if (id === null) return null;
   const current = await readManifest(dataDir, id);
-  if (!current.base || !current.database || !hasPartLayers(current)) return null;
+  if (!current.base || !current.database || !hasDeltas(current)) return null;
   const dir = snapshotPath(dataDir, id);
   const tmp = join(dir, `.whole-${process.pid}.duckdb`);
   const scratch = join(dir, '.whole-tmp');
   // What a compaction killed midway left here.
   for (const name of await fs.readdir(dir)) if (name.startsWith('.whole-')) await fs.rm(join(dir, name), { recursive: true, force: true });
   await fs.mkdir(scratch, { recursive: true });
-  const held = [...new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])])].sort();
+  const held = [...new Set([...(current.wholeOrganizations ?? []), ...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])])].sort();
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
   const keys = held.map((o) => current.organizationKeys?.[o]).filter((k): k is number => k !== undefined);
   const keyList = keys.map((k) => Math.trunc(k)).join(', ') || 'NULL';
@@ -77,6 +75,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   try {
     await run(`ATTACH ${sqlLiteral(join(dir, current.database))} AS f_base (READ_ONLY)`);
     const layers = ['f_base'];
+    if (current.whole) { await run(`ATTACH ${sqlLiteral(join(dir, current.whole))} AS f_whole (READ_ONLY)`); layers.push('f_whole'); }
     if (current.major) { await run(`ATTACH ${sqlLiteral(join(dir, current.major))} AS f_major (READ_ONLY)`); layers.push('f_major'); }
     if (current.delta) { await run(`ATTACH ${sqlLiteral(join(dir, current.delta))} AS f_minor (READ_ONLY)`); layers.push('f_minor'); }
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
@@ -105,8 +104,8 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
       await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)} s WHERE s.organization IN (${names}) ORDER BY ALL`);
     }
-    // Replaced: what the deltas replaced (deleted organizations' workspaces among them), and every workspace
-    // of a held organization in the base, whose rows this layer now holds whole.
+    // Replaced: what the layers above the base replaced (deleted organizations' workspaces among them), and
+    // every workspace of a held organization in the base, whose rows this layer now holds whole.
     const workspaces = ident(workspaceColumn('workspaces')!);
     await run(`CREATE TABLE out.replaced_workspaces AS SELECT DISTINCT * FROM (
       ${deltas.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')}
@@ -142,18 +141,19 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       await fs.rm(tmp, { force: true });
       return null;
     }
-    await fs.rename(tmp, join(dir, WHOLE_FILE));
-    const { delta: _d, deltaOrganizations: _do, deltaWorkspaces: _dw, ...rest } = current;
-    const sizes = { [current.database]: current.sizes?.[current.database] ?? 0, [WHOLE_FILE]: (await fs.stat(join(dir, WHOLE_FILE))).size };
+    const file = wholeFile(current.sequence ?? 0);
+    await fs.rename(tmp, join(dir, file));
+    const { delta: _d, deltaOrganizations: _do, deltaWorkspaces: _dw, major: _m, majorId: _mi, majorOrganizations: _mo, ...rest } = current;
+    const sizes = { [current.database]: current.sizes?.[current.database] ?? 0, [file]: (await fs.stat(join(dir, file))).size };
     const manifest: Manifest = {
-      ...rest, major: WHOLE_FILE, majorId: id, majorOrganizations: held, majorWhole: true,
+      ...rest, whole: file, wholeId: id, wholeOrganizations: held,
       sequence: (current.sequence ?? 0) + slots, sizes,
     };
     await writeManifest(dataDir, manifest);
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
     await writeCurrentId(dataDir, id);
     // The old layers' links in this directory (other snapshots keep their own; servers their pins).
-    for (const name of [current.major, current.delta]) if (name && name !== WHOLE_FILE) await fs.rm(join(dir, name), { force: true });
+    for (const name of [current.whole, current.major, current.delta]) if (name && name !== file) await fs.rm(join(dir, name), { force: true });
   } finally {
     await release();
   }
