@@ -1,7 +1,7 @@
 // The contract between the change-batch writer (write/apply.ts) and the readers (the server's registry, the
 // batch validator's state): what a batch snapshot's delta file holds and how its rows merge with the base's.
 //
-// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole.duckdb`, written by an idle
+// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole-<n>.duckdb`, written by an idle
 // follower: write/whole-layer.ts), an older delta (`major.duckdb`) and a newer one (`delta.duckdb`); an
 // organization reads at most three of them, the whole layer instead of the base where it holds the
 // organization. Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
@@ -21,6 +21,8 @@
 // base's order (organization key, then the view's default order), after the earlier batches' rows that still
 // stand. An organization of a grouped view lies whole, in order, in one run. Positions (`_pos`) are unique
 // across the layers: the n-th batch since the load numbers its rows from DELTA_POSITION_BASE + n × BATCH_POSITIONS.
+// The whole layer has the same tables, each organization it holds whole in one run in the base's order (with
+// the base's position index and index tables), and replaces every base workspace of those organizations.
 import { workspaceColumn } from '../catalog/catalog.js';
 import { ident } from '../query/compile.js';
 
