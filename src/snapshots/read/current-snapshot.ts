@@ -473,7 +473,8 @@ export class SnapshotRegistry {
         const snapshot = await openSnapshot(this.dataDir, id, this.pins);
         this.hold(snapshot);
         this.state = { status: 'ready', snapshot };
-        this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
+        if (id === shown) this.logger.log('info', 'snapshot reopened with its layers compacted', { snapshot: id });
+        else this.logger.log('info', 'snapshot switched', { snapshot: id, previous: shown });
         const before = new Set((previous?.manifest.batches ?? []).map((b) => `${b.name}\n${b.digest}`));
         const applied = (snapshot.manifest.batches ?? []).filter((b) => !before.has(`${b.name}\n${b.digest}`));
         if (previous && applied.length > 0) this.onBatches?.(applied, snapshot.manifest);
