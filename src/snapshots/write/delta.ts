@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
+import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
@@ -76,10 +77,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     temp_directory: input.tempDir,
   });
   const db = await instance.connect();
-  const interrupt = () => db.interrupt();
-  input.signal?.addEventListener('abort', interrupt);
-  const run = (sql: string) => { input.signal?.throwIfAborted(); return db.run(sql); };
-  const all = async (sql: string) => { input.signal?.throwIfAborted(); return (await db.runAndReadAll(sql)).getRows(); };
+  const { run, rows: all, release } = interruptible(db, input.signal);
   try {
     // The layers below the new delta are read as schema `base`, the delta it replaces as schema `prev`
     // (delta-layout.ts): the statements below are those of one delta over one base, whatever the stack.
@@ -359,7 +357,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await run('DETACH out');
     return { organizationKeys, organizationRows, rows, held, replacedWorkspaces, counts, access, batch };
   } finally {
-    input.signal?.removeEventListener('abort', interrupt);
+    release();
     db.closeSync();
     instance.closeSync();
   }

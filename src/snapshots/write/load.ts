@@ -3,6 +3,7 @@
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
 import { validateInWorker } from './validate-in-worker.js';
@@ -187,8 +188,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
   // rows, on the build side of every join: each join materialized (and spilled) all of them, and the
   // resources view's sort took 176 s instead of 52 (docs/performance.md, "Joins as written").
   await db.run(`SET disabled_optimizers = 'join_order,build_side_probe_side'`);
-  const interrupt = () => db.interrupt();
-  cancelled.addEventListener('abort', interrupt);
+  const { run, release } = interruptible(db, cancelled);
   // Tracked, not printed: the loader reports it itself (a big view's sort and write take minutes).
   await db.run('SET enable_progress_bar = true');
   await db.run('SET enable_progress_bar_print = false');
@@ -203,17 +203,14 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       progress(`${label}: ${percentage >= 0 ? `${Math.floor(percentage)} %, ` : ''}${seconds} s`);
     }, 1000);
     try {
-      await db.run(sql);
+      await run(sql);
     } finally {
       clearInterval(ticker);
     }
   };
   try {
     progress('reading the source into DuckDB');
-    for (const sql of stagingStatements(files)) {
-      cancelled.throwIfAborted();
-      await db.run(sql);
-    }
+    for (const sql of stagingStatements(files)) await run(sql);
     progress('computing version order keys');
     await fillVersionKeys(db);
     // Each view is computed and sorted once, into the read-only DuckDB file the workers query
@@ -269,7 +266,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     await db.run('DETACH snapshot_out');
     return { rows, organizationRows, organizationKeys, positions };
   } finally {
-    cancelled.removeEventListener('abort', interrupt);
+    release();
     db.closeSync();
     instance.closeSync();
   }

@@ -10,6 +10,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
+import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import {
@@ -67,10 +68,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     preserve_insertion_order: 'true',
   });
   const db = await instance.connect();
-  const interrupt = () => db.interrupt();
-  opts.signal?.addEventListener('abort', interrupt);
-  const run = (sql: string) => { opts.signal?.throwIfAborted(); return db.run(sql); };
-  const count = async (sql: string) => { opts.signal?.throwIfAborted(); return Number((await db.runAndReadAll(sql)).getRows()[0]![0]); };
+  const { run, rows: all, release } = interruptible(db, opts.signal);
   let slots = 0;
   try {
     await run(`ATTACH ${sqlLiteral(join(dir, current.database))} AS f_base (READ_ONLY)`);
@@ -86,12 +84,16 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const first = DELTA_POSITION_BASE + ((current.sequence ?? 0) + 1) * BATCH_POSITIONS;
     for (const view of VIEW_NAMES) {
       const { order, indexes } = statements.get(view)!;
-      const columns = (await db.runAndReadAll(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).getRows().map(([c]) => ident(c as string));
+      const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
       const rows = `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)} t WHERE t."_org_key" IN (${keyList}))`;
       await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM f_base.${ident(view)} LIMIT 0`);
       const position = `(${first} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS ${ident(POSITION_COLUMN)}`;
       await run(`INSERT INTO out.${ident(view)} SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t ORDER BY ${order}`);
-      slots = Math.max(slots, Math.ceil(await count(`SELECT count(*) FROM out.${ident(view)}`) / BATCH_POSITIONS), 1);
+      // Checked: a wrong count is a wrong answer for some organization.
+      const written = Number((await all(`SELECT count(*) FROM out.${ident(view)}`))[0]![0]);
+      const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
+      if (written !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written} rows, not ${expected}`);
+      slots = Math.max(slots, Math.ceil(written / BATCH_POSITIONS), 1);
       if (current.positions?.includes(view)) await run(`CREATE INDEX ${ident(positionIndex(view))} ON out.${ident(view)} (${ident(POSITION_COLUMN)})`);
       for (const index of indexes) {
         if (!current.indexes?.[view]?.includes(index.column)) continue;
@@ -114,19 +116,13 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const appender = await db.createAppender('held_organizations', 'main', 'out');
     for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
     appender.closeSync();
-    // Checked: a wrong count is a wrong answer for some organization.
-    for (const view of VIEW_NAMES) {
-      const expected = keys.length === 0 ? 0 : held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
-      const got = await count(`SELECT count(*) FROM out.${ident(view)}`);
-      if (got !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${got} rows, not ${expected}`);
-    }
     await run('CHECKPOINT out');
     await run('DETACH out');
   } catch (e) {
     await fs.rm(tmp, { force: true });
     throw e;
   } finally {
-    opts.signal?.removeEventListener('abort', interrupt);
+    release();
     db.closeSync();
     instance.closeSync();
     await fs.rm(scratch, { recursive: true, force: true });
@@ -134,7 +130,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   await fsyncPath(tmp);
 
   // The switch, under the writer lock: only if the snapshot is still current and as it was read.
-  const release = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 10_000 });
+  const unlock = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 10_000 });
   try {
     const still = await readManifest(dataDir, id).catch(() => null);
     if ((await readCurrentId(dataDir)) !== id || JSON.stringify(still) !== JSON.stringify(current)) {
@@ -155,7 +151,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // The old layers' links in this directory (other snapshots keep their own; servers their pins).
     for (const name of [current.whole, current.major, current.delta]) if (name && name !== file) await fs.rm(join(dir, name), { force: true });
   } finally {
-    await release();
+    await unlock();
   }
   return { id, organizations: held.length, seconds: (performance.now() - started) / 1000 };
 }
