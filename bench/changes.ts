@@ -12,7 +12,7 @@
 //     of K2's shape apply back to back through the follower: throughput ratio and errors
 // K4  A and B after the batches ÷ the same on the base snapshot (a full load of the same data, minus the
 //     20,000 changed workspaces: the resulting source itself is not at hand as a directory): right after the
-//     batches, and again once the follower, idle, has compacted the layers
+//     batches, and again once the follower, idle, has compacted the layers; each B after 3 s of B to warm up
 // K5  disk of the retained batch snapshots (hard links counted once) ÷ the base snapshot, before and after
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15), BENCH_STOP_AFTER=K1 (K1 alone) or K1' (and K1′).
 import autocannon from 'autocannon';
@@ -178,6 +178,7 @@ async function main(): Promise<void> {
     const aRun = (url: string) => autocannon({ url: `${url}/api/v2/organizations/${orgs[0]!.name}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(orgs[0]!.name)}` }, connections: 1, duration: SECONDS } as autocannon.Options);
     await aRun(server.url);
     const aAfter = await aRun(server.url);
+    await bRun(server.url, 3);
     const bAfter = await bRun(server.url, SECONDS);
 
     // K5: disk, with the layers as the batches left them.
@@ -210,6 +211,7 @@ async function main(): Promise<void> {
     await sleep(2000);
     await aRun(server.url);
     const aWhole = await aRun(server.url);
+    await bRun(server.url, 3);
     const bWhole = await bRun(server.url, SECONDS);
     const allWhole = kb(join(WORK, 'snapshots'));
     await stopServerProcess(server.child);
@@ -220,6 +222,7 @@ async function main(): Promise<void> {
     const baseServer = await startServerProcess({ ...env, DATA_DIR: base });
     await aRun(baseServer.url);
     const aBase = await aRun(baseServer.url);
+    await bRun(baseServer.url, 3);
     const bBase = await bRun(baseServer.url, SECONDS);
     await stopServerProcess(baseServer.child);
     rmSync(base, { recursive: true, force: true });
