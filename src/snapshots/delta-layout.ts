@@ -19,7 +19,8 @@
 //   source_modules
 // View tables have the base's columns and are a series of runs, one per batch: the rows a batch wrote, in the
 // base's order (organization key, then the view's default order), after the earlier batches' rows that still
-// stand. An organization of a grouped view lies whole, in order, in one run. Positions (`_pos`) are unique
+// stand; an older delta, written by a fold, is one run sorted whole. An organization of a grouped view lies
+// whole, in order, in one run. Positions (`_pos`) are unique
 // across the layers: the n-th batch since the load numbers its rows from DELTA_POSITION_BASE + n × BATCH_POSITIONS.
 // The whole layer has the same tables, each organization it holds whole in one run in the base's order (with
 // the base's position index and index tables), and replaces every base workspace of those organizations.

@@ -209,6 +209,9 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
      * the batch's rows are sorted: a delta is a series of such runs, each in stored order, and an organization
      * whose rows a run holds whole (the grouped views) finds them together and in order. Sorting the whole
      * delta again at every batch made a batch's cost grow with every batch before it (docs/performance.md).
+     * A fold, once per FOLD_WORKSPACES changed workspaces, sorts the older delta it writes whole instead: an
+     * organization's rows then lie together there too, and a page reads them from a vector or two of each
+     * column, not from every run (docs/performance.md, "Change batches: the older delta sorted").
      */
     const write = async (view: string, rows: string, kept: string | null) => {
       const { order } = statements.get(view)!;
@@ -217,12 +220,17 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       // added (the list members) is served as it was until the next full load.
       const columns = (await all(`SELECT column_name FROM (DESCRIBE base.${ident(view)})`)).map(([c]) => ident(c as string));
       await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
-      if (prev && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM prev.${ident(view)} WHERE ${kept}`);
       const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
       if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
       const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
-      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')}
-        FROM ${rows} t ORDER BY ${order}`);
+      const fresh = `SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t`;
+      const standing = prev && kept ? `SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}` : null;
+      if (input.fold && standing) {
+        await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM (${standing} UNION ALL ${fresh}) ORDER BY ${order}`);
+        return;
+      }
+      if (standing) await run(`INSERT INTO out.${ident(view)} BY NAME ${standing}`);
+      await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh} ORDER BY ${order}`);
     };
     await run('SET preserve_insertion_order = true');
 
