@@ -12,6 +12,7 @@ import {
 import { DELTA_FILE, MAJOR_FILE } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { validateBatch } from './batch-validator.js';
+import { layerPaths } from './build-steps.js';
 import { buildDelta, type BatchCounts } from './delta.js';
 import { DATABASE_FILE } from './load.js';
 import { openSnapshotState } from './snapshot-state.js';
@@ -111,20 +112,17 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
-    const basePath = join(currentDir, current.database);
-    const wholePath = current.whole ? join(currentDir, current.whole) : null;
-    const majorPath = current.major ? join(currentDir, current.major) : null;
-    const minorPath = current.delta ? join(currentDir, current.delta) : null;
+    const paths = layerPaths(currentDir, current);
     // The newer delta is folded into the older one once it replaces enough workspaces: a batch's cost then
     // follows what changed since the fold, not since the load (delta-layout.ts).
-    const fold = minorPath !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
+    const fold = paths.minor !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
 
     // Validation and the delta's build run side by side, as a load's do: the build writes only into a
     // directory that becomes a snapshot once validation has passed. A batch with problems is rejected with
     // validation's problems, whatever the build made of it, and its build is interrupted.
     const building = new AbortController();
     const validating = (async () => {
-      const state = await openSnapshotState(basePath, ...[wholePath, majorPath, minorPath].filter((p): p is string => p !== null));
+      const state = await openSnapshotState(paths.base, ...[paths.whole, paths.major, paths.minor].filter((p): p is string => p !== null));
       const v = await validateBatch(dir, state).finally(() => state.close());
       if (v.errorCount > 0) building.abort();
       return { ...v, seconds: (performance.now() - started) / 1000 };
@@ -134,7 +132,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     const writing = (async () => {
       const access = await readAccess(opts.dataDir, currentId);
       const built = await buildDelta({
-        batchDir: dir, current, currentAccess: access, basePath, wholePath, majorPath, minorPath, fold,
+        batchDir: dir, current, currentAccess: access, layers: paths, fold,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
         memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
       });
@@ -149,10 +147,10 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     const built = performance.now();
 
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
-    await fs.link(basePath, join(tmp, DATABASE_FILE));
+    await fs.link(paths.base, join(tmp, DATABASE_FILE));
     // So are the whole layer, and the older delta unless this batch wrote a new one.
-    if (wholePath) await fs.link(wholePath, join(tmp, current.whole!));
-    if (majorPath && !fold) await fs.link(majorPath, join(tmp, current.major!));
+    if (paths.whole) await fs.link(paths.whole, join(tmp, current.whole!));
+    if (paths.major && !fold) await fs.link(paths.major, join(tmp, current.major!));
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
     const layers: Partial<Manifest> = {
@@ -164,7 +162,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
           delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
         }),
     };
-    const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(basePath)).size };
+    const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(paths.base)).size };
     for (const name of [layers.whole, layers.major, layers.delta]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
     const manifest: Manifest = {
       id,

@@ -1,8 +1,12 @@
 // Steps that a load and a change batch take alike when they write a view's rows into a snapshot's DuckDB
-// file: the version order keys the views join, and a view table's column definitions.
+// file: the version order keys the views join, and a view table's column definitions; and how the writers
+// that read a batch snapshot's layers (a batch's delta, the layers' compaction) attach them.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { versionKey } from '../../catalog/version-order.js';
 import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
+import { join } from 'node:path';
+import type { Manifest } from '../snapshot-dir.js';
+import { sqlLiteral } from './staging.js';
 
 /**
  * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB
@@ -33,4 +37,32 @@ export async function createViewTable(db: DuckDBConnection, table: string, selec
   const columns = (await db.runAndReadAll(`DESCRIBE ${select}`)).getRows().map(([name, type]) =>
     `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
   await db.run(`CREATE TABLE ${table} (${columns.join(', ')})`);
+}
+
+/** A batch snapshot's layer files (delta-layout.ts): the base's, and the whole layer's and each delta's where it has one. */
+export interface LayerPaths {
+  base: string;
+  whole: string | null;
+  major: string | null;
+  minor: string | null;
+}
+
+/** The layer files of the snapshot in `dir` that `manifest` describes. */
+export const layerPaths = (dir: string, manifest: Manifest): LayerPaths => {
+  const inDir = (name: string | undefined) => (name ? join(dir, name) : null);
+  return { base: join(dir, manifest.database!), whole: inDir(manifest.whole), major: inDir(manifest.major), minor: inDir(manifest.delta) };
+};
+
+/**
+ * Attaches `paths` read-only as `f_base`, `f_whole`, `f_major` and `f_minor`, the names the writers' SQL reads
+ * them by; returns the aliases attached, the base first.
+ */
+export async function attachLayers(run: (sql: string) => Promise<unknown>, paths: LayerPaths): Promise<string[]> {
+  const aliases: string[] = [];
+  for (const [alias, path] of [['f_base', paths.base], ['f_whole', paths.whole], ['f_major', paths.major], ['f_minor', paths.minor]] as const) {
+    if (path === null) continue;
+    await run(`ATTACH ${sqlLiteral(path)} AS ${alias} (READ_ONLY)`);
+    aliases.push(alias);
+  }
+  return aliases;
 }

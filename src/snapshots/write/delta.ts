@@ -13,7 +13,7 @@ import { ident } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
 import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
-import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
+import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
 import { sourceStateStatements, sqlLiteral, stagingStatements } from './staging.js';
 import { viewStatements } from './view-files.js';
@@ -24,10 +24,7 @@ export interface DeltaInput {
   current: Manifest;
   currentAccess: AccessData;
   /** The current snapshot's layers (delta-layout.ts): the base's DuckDB file, its whole layer, older and newer deltas if any. */
-  basePath: string;
-  wholePath: string | null;
-  majorPath: string | null;
-  minorPath: string | null;
+  layers: LayerPaths;
   /** Fold the newer delta into the older one: the new file is a new older delta over the base and the whole layer alone. */
   fold: boolean;
   /** The new delta file, and a directory for DuckDB's spills. */
@@ -81,10 +78,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   try {
     // The layers below the new delta are read as schema `base`, the delta it replaces as schema `prev`
     // (delta-layout.ts): the statements below are those of one delta over one base, whatever the stack.
-    await run(`ATTACH ${sqlLiteral(input.basePath)} AS f_base (READ_ONLY)`);
-    if (input.wholePath) await run(`ATTACH ${sqlLiteral(input.wholePath)} AS f_whole (READ_ONLY)`);
-    if (input.majorPath) await run(`ATTACH ${sqlLiteral(input.majorPath)} AS f_major (READ_ONLY)`);
-    if (input.minorPath) await run(`ATTACH ${sqlLiteral(input.minorPath)} AS f_minor (READ_ONLY)`);
+    await attachLayers(run, input.layers);
     await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
     // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
@@ -94,8 +88,8 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // Asked of the table itself: a look through duckdb_columns() cost 9–13 ms of every batch.
     const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
     if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
-    const below = ['f_base', ...(input.wholePath ? ['f_whole'] : []), ...(input.fold || !input.majorPath ? [] : ['f_major'])];
-    const replacing = [...(input.fold && input.majorPath ? ['f_major'] : []), ...(input.minorPath ? ['f_minor'] : [])];
+    const below = ['f_base', ...(input.layers.whole ? ['f_whole'] : []), ...(input.fold || !input.layers.major ? [] : ['f_major'])];
+    const replacing = [...(input.fold && input.layers.major ? ['f_major'] : []), ...(input.layers.minor ? ['f_minor'] : [])];
     const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
     const layered = async (schema: string, layers: string[]) => {
       await run(`CREATE SCHEMA ${schema}`);
@@ -296,7 +290,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     // Rows per organization: those of S for the organizations no batch has touched, counted for the others.
     const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
     // What the new delta holds: what the deltas it replaces held, and what this batch touched.
-    const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.minorPath ? input.current.deltaOrganizations ?? [] : [])];
+    const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.layers.minor ? input.current.deltaOrganizations ?? [] : [])];
     const held = [...new Set([...heldBefore, ...touchedNames])].sort();
     await run('CREATE TABLE out.held_organizations (name VARCHAR)');
     const heldAppender = await db.createAppender('held_organizations', 'main', 'out');

@@ -18,7 +18,7 @@ import {
 } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, snapshotPath, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { createViewTable, STORAGE_VERSION } from './build-steps.js';
+import { attachLayers, createViewTable, layerPaths, STORAGE_VERSION } from './build-steps.js';
 import { sqlLiteral } from './staging.js';
 import { viewStatements } from './view-files.js';
 
@@ -71,11 +71,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const { run, rows: all, release } = interruptible(db, opts.signal);
   let slots = 0;
   try {
-    await run(`ATTACH ${sqlLiteral(join(dir, current.database))} AS f_base (READ_ONLY)`);
-    const layers = ['f_base'];
-    if (current.whole) { await run(`ATTACH ${sqlLiteral(join(dir, current.whole))} AS f_whole (READ_ONLY)`); layers.push('f_whole'); }
-    if (current.major) { await run(`ATTACH ${sqlLiteral(join(dir, current.major))} AS f_major (READ_ONLY)`); layers.push('f_major'); }
-    if (current.delta) { await run(`ATTACH ${sqlLiteral(join(dir, current.delta))} AS f_minor (READ_ONLY)`); layers.push('f_minor'); }
+    const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run(`SET checkpoint_threshold = '64GB'`);
     const deltas = layers.slice(1);
