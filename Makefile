@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply clean bench bench-changes bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply clean bench bench-changes bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -96,6 +96,7 @@ clean:
 bench: build
 	node dist/bench/run.js
 	node dist/bench/changes.js
+	node dist/bench/stream.js
 	node dist/bench/cluster.js
 	node dist/bench/history.js
 	node dist/bench/scale.js
@@ -103,6 +104,10 @@ bench: build
 # The change-batch scenarios K1–K5 (docs/changes.md) on the bench snapshot; writes its batches once.
 bench-changes: build
 	node dist/bench/changes.js
+
+# The steady stream S1–S5 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20) beside a full load.
+bench-stream: build
+	node dist/bench/stream.js
 
 # B and E through HAProxy with 1, 2 and 3 instances on the bench snapshot, and an instance's failover
 # (bench/cluster.ts, docs/deployment.md).
