@@ -75,7 +75,7 @@ async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Runn
   const snapshots: Attached[] = [];
   try {
     try {
-      for (const target of task.attach) snapshots.push(await engine.attach(target));
+      for (const target of readBy(task)) snapshots.push(await engine.attach(target));
     } catch (e) {
       return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
     }
@@ -127,7 +127,25 @@ function checkNotStopped(state: Running): void {
 }
 
 
-const aliasesOf = (task: Task) => task.attach.map((a) => a.alias);
+/** The SQL a task runs. */
+const statementsOf = (task: Task): string[] => {
+  switch (task.kind) {
+    case 'page': return [task.count.sql, task.page.sql];
+    case 'export': return [task.query.sql];
+    case 'rows': return task.statements.map((s) => s.sql);
+  }
+};
+
+/**
+ * The snapshot files of `task.attach` that its statements read (aliases are ours and always quoted in the SQL,
+ * current-snapshot.ts). A page of an organization no batch touched reads the base alone: it neither waits for
+ * a new batch snapshot's delta to be attached nor holds it.
+ */
+const readBy = (task: Task) => {
+  const sql = statementsOf(task);
+  return task.attach.filter((a) => sql.some((s) => s.includes(`"${a.alias}"`)));
+};
+const aliasesOf = (task: Task) => readBy(task).map((a) => a.alias);
 
 async function page(task: PageTask): Promise<PageResult> {
   const aliases = aliasesOf(task);

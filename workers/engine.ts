@@ -53,6 +53,10 @@ export class Engine {
       await this.detachStale(db);
     } else {
       entry.running++;
+      // Recency of use, not of the first attach: the base every batch snapshot reads was attached first, and
+      // ranked by that it fell out of the newest `attachedMax` after as many batches, detached and attached
+      // again cold while every page read it.
+      entry.order = ++this.attachOrder;
     }
     try {
       await entry.ready;

@@ -28,7 +28,9 @@ export class Slot {
   private async bound(sql: string, params: readonly unknown[], aliases: readonly string[]): Promise<DuckDBPreparedStatement> {
     let prepared = this.statements.get(sql);
     if (prepared) this.statements.delete(sql); // re-inserted below: Map order is the recency order
-    else prepared = { statement: await this.connection.prepare(sql), aliases };
+    // Kept with the aliases it reads, not every one its first task attached: a statement of an organization no
+    // batch touched reads only the base, and outlives the deltas of the snapshots it ran against.
+    else prepared = { statement: await this.connection.prepare(sql), aliases: aliases.filter((a) => sql.includes(`"${a}"`)) };
     this.statements.set(sql, prepared);
     for (const [oldest, p] of this.statements) {
       if (this.statements.size <= STATEMENTS_PER_SLOT) break;

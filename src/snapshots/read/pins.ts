@@ -6,6 +6,12 @@
 // link stands; the server unlinks it once the snapshot is neither among those it serves nor leased by a
 // request (current-snapshot.ts), and a worker detaches a file whose link is gone (workers/engine.ts).
 // A server that dies leaves its directory behind: the next server on the same host removes it.
+//
+// One link per file, however many snapshots read it: every batch snapshot shares its base's file (and the whole
+// layer and older delta), and a worker keeps a file attached under the path it first attached it by. With a
+// link per snapshot, that path went with the snapshot that made it (retention, every SNAPSHOT_KEEP batches), and
+// each worker detached the base and attached it again cold, statements and cached blocks gone, while pages of
+// organizations no batch had touched waited on it.
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
@@ -23,6 +29,10 @@ const live = new Set<string>();
 
 export class Pins {
   private next = 0;
+  /** The link held for each file (by device and inode), and how many pins share it. */
+  private readonly links = new Map<string, { path: string; count: number }>();
+  /** Each link's file, by the link's path. */
+  private readonly files = new Map<string, string>();
 
   private constructor(readonly dir: string, private readonly linking: boolean) {}
 
@@ -56,7 +66,8 @@ export class Pins {
   }
 
   /**
-   * A path of this process's own to `file`, which stays readable whatever happens to `file` until unpin().
+   * A path of this process's own to `file`, which stays readable whatever happens to `file` until each pin() that
+   * returned it is matched by an unpin(). The same file (by inode) pinned again gets the same path.
    * Rejects with ENOENT when `file` is gone already (the caller reads the manifest again).
    */
   async pin(file: string): Promise<string> {
@@ -64,12 +75,30 @@ export class Pins {
       await fs.access(file);
       return file;
     }
+    // Linked first, then known by the link's inode: `file` may be replaced by another between a stat and a link.
     const link = join(this.dir, `${++this.next}-${basename(file)}`);
     await fs.link(file, link);
+    const { dev, ino } = await fs.stat(link);
+    const key = `${dev}:${ino}`;
+    const held = this.links.get(key);
+    if (held) {
+      held.count++;
+      await fs.rm(link, { force: true });
+      return held.path;
+    }
+    this.links.set(key, { path: link, count: 1 });
+    this.files.set(link, key);
     return link;
   }
 
   async unpin(path: string): Promise<void> {
+    const key = this.files.get(path);
+    const held = key === undefined ? undefined : this.links.get(key);
+    if (held && --held.count > 0) return;
+    if (key !== undefined) {
+      this.links.delete(key);
+      this.files.delete(path);
+    }
     if (path.startsWith(this.dir)) await fs.rm(path, { force: true });
   }
 
