@@ -15,7 +15,8 @@ import { validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
 import { buildDelta, type BatchCounts } from './delta.js';
 import { DATABASE_FILE } from './load.js';
-import { openSnapshotState } from './snapshot-state.js';
+import { coalescible, overlayState, readBatch, writeCoalesced, type ReadBatch } from './coalesce.js';
+import { openSnapshotState, type SnapshotState } from './snapshot-state.js';
 import { SOURCE_FILES } from './source-validator.js';
 
 export class BatchRejectedError extends Error {
@@ -93,14 +94,63 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
   const label = opts.label ?? basename(dir).slice(0, 255);
   const length = [...label].length;
   if (length < 1 || length > 255) throw new BatchRejectedError([`--label: must be 1 to 255 characters, not ${length}`], 1);
-  const digest = await batchDigest(dir);
-  const record: AppliedBatch = { name: basename(dir), digest, arrivedAt: (opts.arrivedAt ?? new Date()).toISOString() };
+  const record: AppliedBatch = { name: basename(dir), digest: await batchDigest(dir), arrivedAt: (opts.arrivedAt ?? new Date()).toISOString() };
+  const result = await applyLocked(opts, started, async (current) => {
+    if (opts.skipApplied && current.batches?.some((b) => b.name === record.name && b.digest === record.digest)) return 'applied';
+    return { dir, records: [record], label, source: dir };
+  });
+  return result!;
+}
 
+/** The batches waiting in a spool that the follower applies as one snapshot at most (coalesce.ts). */
+export const COALESCED_BATCHES = 50;
+
+/**
+ * Applies the longest run of `batchDirs` (in order, arrived at `arrivedAt`) that can share one snapshot
+ * (coalesce.ts): each valid after the ones before it, none deleting an organization, none applied yet.
+ * Null when fewer than two can: the caller applies the first alone.
+ */
+export async function applyCoalesced(batchDirs: string[], arrivedAt: Date[], opts: ApplyOptions): Promise<{ result: ApplyResult; applied: number } | null> {
+  const started = performance.now();
+  const read = await Promise.all(batchDirs.slice(0, COALESCED_BATCHES).map((d) => readBatch(resolve(d))));
+  const records: AppliedBatch[] = await Promise.all(read.map(async (b, i) => ({ name: basename(b.dir), digest: await batchDigest(b.dir), arrivedAt: arrivedAt[i]!.toISOString() })));
+  let applied = 0;
+  const result = await applyLocked(opts, started, async (current, state, tmp) => {
+    if (records.some((r) => current.batches?.some((b) => b.name === r.name && b.digest === r.digest))) return null;
+    const valid: ReadBatch[] = [];
+    for (const batch of read) {
+      if (!coalescible(batch) || (await validateBatch(batch.dir, overlayState(state, valid))).errorCount > 0) break;
+      valid.push(batch);
+    }
+    if (valid.length < 2) return null;
+    applied = valid.length;
+    const dir = join(tmp, COALESCED_DIR);
+    await writeCoalesced(valid, dir);
+    return { dir, records: records.slice(0, valid.length), label: records[valid.length - 1]!.name.slice(0, 255), source: valid[valid.length - 1]!.dir };
+  });
+  return result ? { result, applied } : null;
+}
+
+/** Where a coalesced batch is written, inside the new snapshot's temporary directory (removed before it is renamed). */
+const COALESCED_DIR = 'coalesced-batch';
+
+/** What a writer applies: the batch directory built from, the batches it stands for, the snapshot's label. */
+interface Chosen { dir: string; records: AppliedBatch[]; label: string; /** The batch directory the manifest names (the last one's). */ source: string }
+
+/**
+ * Applies what `choose` picks once the writer lock is held and the current snapshot read: null (nothing
+ * applied) or 'applied' (the current snapshot includes it already) are returned as they are.
+ */
+async function applyLocked(
+  opts: ApplyOptions, started: number,
+  choose: (current: Manifest, state: SnapshotState, tmp: string) => Promise<Chosen | 'applied' | null>,
+): Promise<ApplyResult | null> {
   // The whole apply is one write: the batch is checked against the snapshot it applies to, and no other
   // writer makes another current meanwhile.
   const release = await acquireWriterLock(opts.dataDir, 'apply', opts.writerLock ?? { waitMs: DEFAULT_WRITER_WAIT_MS });
   const root = snapshotsDir(opts.dataDir);
   const tmp = join(root, `.tmp-${newSnapshotId()}`);
+  let state: SnapshotState | undefined;
   try {
     const currentId = await readCurrentId(opts.dataDir);
     if (currentId === null) throw new NoSnapshotError(`${opts.dataDir} has no current snapshot: load a source first (explorer load <dir>)`);
@@ -108,11 +158,16 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     if (!current.sourceState || !current.database || current.compacted) {
       throw new NoSnapshotError(`the current snapshot ${currentId} does not store its source state (loaded by an older version): load a source again first`);
     }
-    if (opts.skipApplied && current.batches?.some((b) => b.name === record.name && b.digest === digest)) {
-      return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
-    }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const paths = layerPaths(currentDir, current);
+    state = await openSnapshotState(paths.base, ...[paths.whole, paths.major, paths.minor].filter((p): p is string => p !== null));
+    await fs.mkdir(tmp, { recursive: true });
+    const chosen = await choose(current, state, tmp);
+    if (chosen === null) return null;
+    if (chosen === 'applied') {
+      return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
+    }
+    const { dir, records, label, source } = chosen;
     // The newer delta is folded into the older one once it replaces enough workspaces: a batch's cost then
     // follows what changed since the fold, not since the load (delta-layout.ts).
     const fold = paths.minor !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
@@ -122,8 +177,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     // validation's problems, whatever the build made of it, and its build is interrupted.
     const building = new AbortController();
     const validating = (async () => {
-      const state = await openSnapshotState(paths.base, ...[paths.whole, paths.major, paths.minor].filter((p): p is string => p !== null));
-      const v = await validateBatch(dir, state).finally(() => state.close());
+      const v = await validateBatch(dir, state!);
       if (v.errorCount > 0) building.abort();
       return { ...v, seconds: (performance.now() - started) / 1000 };
     })();
@@ -144,6 +198,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
     if (written.status === 'rejected') throw written.reason;
     const delta = written.value.built;
     await fs.rm(join(tmp, 'duckdb-tmp'), { recursive: true, force: true });
+    await fs.rm(join(tmp, COALESCED_DIR), { recursive: true, force: true });
     const built = performance.now();
 
     // The base's DuckDB file is shared, not copied: a hard link, which also keeps it when its own snapshot goes.
@@ -168,7 +223,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       id,
       createdAt: loadedAt.toISOString(),
       label,
-      source: dir,
+      source,
       counts: delta.counts,
       // The Parquet files are a loaded snapshot's portable form; a batch snapshot has none of its own.
       files: {},
@@ -185,7 +240,7 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       base: current.base ?? current.id,
       ...layers,
       sequence: (current.sequence ?? 0) + 1,
-      batches: [...(current.batches ?? []), record].slice(-BATCHES_RECORDED),
+      batches: [...(current.batches ?? []), ...records].slice(-BATCHES_RECORDED),
       sizes,
     };
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
@@ -200,10 +255,10 @@ export async function applyBatch(batchDir: string, opts: ApplyOptions): Promise<
       manifest, alreadyApplied: false, batch: delta.batch, seconds: (performance.now() - started) / 1000,
       phases: { validate: validated.value.seconds, write: written.value.seconds, switch: (switched - built) / 1000 },
     };
-  } catch (e) {
-    await fs.rm(tmp, { recursive: true, force: true });
-    throw e;
   } finally {
+    // Gone already when it became the snapshot; else what a failed or declined apply wrote.
+    await fs.rm(tmp, { recursive: true, force: true });
+    state?.close();
     await release();
   }
 }

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { recordRejectedBatch } from '../snapshot-dir.js';
 import { WriterBusyError } from '../writer-lock.js';
-import { applyBatch, batchDigest, BatchRejectedError, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
+import { applyBatch, applyCoalesced, batchDigest, BatchRejectedError, COALESCED_BATCHES, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
 import { compactLayers } from './whole-layer.js';
 
 export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
@@ -52,9 +52,13 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
     while (!opts.signal.aborted) {
       const waiting = (await fs.readdir(incoming, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
       let stalled = false;
-      for (const name of waiting) {
-        if (opts.signal.aborted) break;
-        if (!(await ingestOne(spool, name, opts))) { stalled = true; break; }
+      for (let i = 0; i < waiting.length && !opts.signal.aborted;) {
+        // Several waiting: as many as can share one snapshot are applied as one (coalesce.ts), so that a
+        // follower that fell behind catches up in one build instead of one per batch.
+        const together = waiting.length - i > 1 ? await ingestCoalesced(spool, waiting.slice(i), opts) : 0;
+        if (together > 0) { i += together; continue; }
+        if (!(await ingestOne(spool, waiting[i]!, opts))) { stalled = true; break; }
+        i++;
       }
       if (opts.signal.aborted) break;
       if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; continue; } // more may have arrived meanwhile
@@ -97,6 +101,37 @@ async function compactWhileIdle(opts: IngestOptions, onWake: (interrupt: () => v
     opts.log('warn', 'layers not compacted', { error: (e as Error).message });
     return true;
   }
+}
+
+/**
+ * Applies the first of `names` (in incoming/) and as many after it as can share its snapshot; how many it
+ * applied, 0 when fewer than two could (or it failed: the batches are then taken one by one).
+ */
+async function ingestCoalesced(spool: string, names: string[], opts: IngestOptions): Promise<number> {
+  const paths = names.slice(0, COALESCED_BATCHES).map((n) => join(spool, 'incoming', n));
+  const stats = await Promise.all(paths.map((p) => fs.stat(p).catch(() => null)));
+  const present = stats.findIndex((s) => s === null);
+  const count = present === -1 ? paths.length : present;
+  if (count < 2) return 0;
+  let done;
+  try {
+    done = await applyCoalesced(paths.slice(0, count), stats.slice(0, count).map((s) => new Date(s!.ctimeMs)), opts);
+  } catch (e) {
+    if (!(e instanceof NoSnapshotError || e instanceof WriterBusyError)) opts.log('warn', 'batches not coalesced; applied one by one', { batches: names.slice(0, count), error: (e as Error).message });
+    return 0;
+  }
+  if (!done) return 0;
+  const { result, applied } = done;
+  for (const name of names.slice(0, applied)) await moveInto(join(spool, 'incoming', name), join(spool, 'done'), name);
+  const m = result.manifest;
+  const current = Date.parse(m.createdAt);
+  const delays = m.batches!.slice(-applied).map((b) => round((current - Date.parse(b.arrivedAt)) / 1000));
+  opts.log('info', 'batch applied', {
+    batches: names.slice(0, applied), snapshot: m.id, upserted: result.batch.upserted, deleted: result.batch.deleted,
+    seconds: round(result.seconds), phases: Object.fromEntries(Object.entries(result.phases).map(([k, v]) => [k, round(v)])),
+    delay_seconds: Math.max(...delays), delays_seconds: delays,
+  });
+  return applied;
 }
 
 /** Applies one batch of incoming/; false when it must wait (no snapshot yet, another writer, a failure) and be tried again. */
