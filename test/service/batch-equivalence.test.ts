@@ -129,7 +129,7 @@ describe('change batches answer as a full load of the resulting source', functio
       for (const [i, step] of steps.entries()) {
         // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
         // layers, and folds with and without an older delta, are compared.
-        const { manifest } = await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15 });
+        const { manifest } = await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25 });
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);

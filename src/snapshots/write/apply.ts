@@ -17,7 +17,7 @@ import { buildDelta, type BatchCounts } from './delta.js';
 import { DATABASE_FILE } from './load.js';
 import { coalescible, overlayState, readBatch, writeCoalesced, type ReadBatch } from './coalesce.js';
 import { openSnapshotState, type SnapshotState } from './snapshot-state.js';
-import { SOURCE_FILES } from './source-validator.js';
+import { SOURCE_FILES, sourceFiles, sourceLines } from './source-validator.js';
 
 export class BatchRejectedError extends Error {
   constructor(readonly errors: string[], readonly errorCount: number) {
@@ -47,6 +47,8 @@ export interface ApplyOptions {
   skipApplied?: boolean;
   /** How many workspaces the newer delta may replace before a batch folds it into the older one. */
   foldWorkspaces?: number;
+  /** A batch that upserts or deletes at least this many workspaces folds (FOLD_BATCH_WORKSPACES). */
+  foldBatchWorkspaces?: number;
   memoryLimit?: string;
   threads?: number;
 }
@@ -57,6 +59,35 @@ export interface ApplyOptions {
  * per this many changed workspaces.
  */
 export const FOLD_WORKSPACES = 5_000;
+
+/**
+ * A batch that upserts or deletes this many workspaces writes its delta as a fold, into the older delta. Such
+ * a batch touches large organizations, whose grouped rows (each provider's, module's and version's list of
+ * workspaces) it rebuilds whole: 113 MB of newer delta after a batch of 1,000 workspaces on the bench
+ * snapshot, the largest organization's lists most of it. Left in the newer delta, every later batch, however
+ * small, copied them again: a 10-workspace batch took 2.2–3.1 s instead of 0.7–0.9 s (docs/performance.md,
+ * "Change batches under a steady stream").
+ */
+export const FOLD_BATCH_WORKSPACES = 500;
+
+/**
+ * A newer delta this large is folded by the next batch whatever it replaces (an organization's deletion
+ * replaces all its workspaces through one line): each batch copies it.
+ */
+export const FOLD_BYTES = 64 * 2 ** 20;
+
+/** The workspaces a batch directory upserts or deletes: its workspace lines and its workspace deletions. */
+async function workspaceLines(dir: string): Promise<number> {
+  let n = 0;
+  const files = sourceFiles(dir);
+  if (files.workspaces) for await (const line of sourceLines(files.workspaces)) if (line.trim() !== '') n++;
+  for (const name of ['deletions.ndjson', 'deletions.ndjson.gz']) {
+    const path = join(dir, name);
+    if (!(await fs.stat(path).then(() => true, () => false))) continue;
+    for await (const line of sourceLines(path)) if (line.includes('"workspace"') || line.includes('"organization"')) n++;
+  }
+  return n;
+}
 
 export interface ApplyResult {
   /** The new current snapshot's manifest; the current one's when the batch was already applied. */
@@ -168,9 +199,12 @@ async function applyLocked(
       return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
     }
     const { dir, records, label, source } = chosen;
-    // The newer delta is folded into the older one once it replaces enough workspaces: a batch's cost then
-    // follows what changed since the fold, not since the load (delta-layout.ts).
-    const fold = paths.minor !== null && (current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES);
+    // The newer delta is folded into the older one once it replaces enough workspaces or grows large, and a
+    // large batch writes its rows into the older delta at once: a batch's cost then follows what changed
+    // since the fold, not since the load, and a small batch copies only what small batches wrote
+    // (delta-layout.ts).
+    const fold = (paths.minor !== null && ((current.deltaWorkspaces ?? 0) >= (opts.foldWorkspaces ?? FOLD_WORKSPACES) || (current.sizes?.[current.delta!] ?? 0) >= FOLD_BYTES))
+      || (await workspaceLines(dir)) >= (opts.foldBatchWorkspaces ?? FOLD_BATCH_WORKSPACES);
 
     // Validation and the delta's build run side by side, as a load's do: the build writes only into a
     // directory that becomes a snapshot once validation has passed. A batch with problems is rejected with
