@@ -63,6 +63,7 @@ export interface Config {
   ingestNice: number;
   /** Seconds without a batch after which the follower compacts the current snapshot's layers (0: never). */
   ingestCompactIdleMs: number;
+  ingestCompactBytes: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
 }
@@ -71,6 +72,13 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}; got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${name} must be a number ≥ 0; got ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 
@@ -146,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     writerWaitMs: int(env, 'WRITER_WAIT_MS', DEFAULT_WRITER_WAIT_MS, 0),
     ingestNice: niceness(env),
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
+    ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
   };
 }

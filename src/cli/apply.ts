@@ -64,6 +64,7 @@ export async function ingest(argv: string[]): Promise<number> {
   await runIngest(spool, {
     ...writerOptions(config),
     compactIdleMs: config.ingestCompactIdleMs,
+    compactBytes: config.ingestCompactBytes,
     signal: stop.signal,
     log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
   });

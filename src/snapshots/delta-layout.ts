@@ -39,6 +39,13 @@ export const wholeFile = (sequence: number) => `whole-${Math.trunc(sequence)}.du
 export const DELTA_POSITION_BASE = 2 ** 40;
 /** Positions each batch numbers its rows in (the n-th batch since the load: from DELTA_POSITION_BASE + n × this). */
 export const BATCH_POSITIONS = 2 ** 24;
+/**
+ * Whole layers number their rows apart from every delta, from WHOLE_POSITION_BASE + n × WHOLE_POSITIONS for
+ * the layer compacted from the snapshot of sequence n: a compaction that runs while batches apply lands under
+ * deltas written meanwhile (write/whole-layer.ts), whose positions must differ from its own. Below 2^53.
+ */
+export const WHOLE_POSITION_BASE = 2 ** 52;
+export const WHOLE_POSITIONS = 2 ** 28;
 /** Source-state kinds a delta stores whole. */
 export const WHOLE_STATE = ['organizations', 'projects', 'teams', 'team_members'] as const;
 /** Source-state kinds a delta stores for its replaced workspaces only, by the column naming the workspace. */

@@ -2,6 +2,7 @@
 // server's registry): the on-disk layout under DATA_DIR/snapshots, the manifest, CURRENT and retention.
 //   <id>/            a snapshot: its manifest.json names its files (Parquet per view, a DuckDB file), access.json
 //   .tmp-<id>/       a snapshot being written (never current; removed when stale)
+//   .whole-<pid>…    a whole layer being compacted (write/whole-layer.ts), removed by the next compaction
 //   CURRENT          the id of the current snapshot, replaced atomically (write, fsync, rename, fsync dir)
 // A snapshot's id is stamped with the moment it was loaded, so that id order is load order: the history
 // (docs/history.md) keeps the newest SNAPSHOT_KEEP of them.

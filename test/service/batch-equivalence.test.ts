@@ -16,7 +16,7 @@ import { seededRandom } from '../../src/sample/random.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { listSnapshotIds, readManifest } from '../../src/snapshots/snapshot-dir.js';
+import { listSnapshotIds, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
@@ -129,7 +129,19 @@ describe('change batches answer as a full load of the resulting source', functio
       for (const [i, step] of steps.entries()) {
         // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
         // layers, and folds with and without an older delta, are compared.
-        const { manifest } = await applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25 });
+        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25 });
+        let manifest: Manifest;
+        if (i === steps.length - 1) {
+          // A compaction that runs while a batch applies: its whole layer goes under the batch's snapshot.
+          let applied: Manifest | undefined;
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', beforeSwitch: async () => { applied = (await apply()).manifest; } });
+          manifest = await readManifest(viaBatches, applied!.id);
+          expect(compacted?.rebasedOnto, `${step.name}: compacted under the batch's snapshot`).to.equal(manifest.id);
+          expect(manifest.whole).to.match(/^whole-\d+\.duckdb$/);
+          forms.add('rebased');
+        } else {
+          manifest = (await apply()).manifest;
+        }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
@@ -148,7 +160,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['fold', 'newer delta only']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['fold', 'newer delta only', 'rebased']);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
 
       async function compare(label: string): Promise<void> {

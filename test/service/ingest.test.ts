@@ -202,7 +202,7 @@ describe('explorer apply and explorer ingest', function () {
         await sleep(delay);
         f.child.kill('SIGKILL');
         await exited(f.child);
-        if (readdirSync(snapshotPath(dataDir, id)).some((n) => n.startsWith('.whole-'))) midway++;
+        if (readdirSync(join(dataDir, 'snapshots')).some((n) => n.startsWith('.whole-'))) midway++;
         const m = await readManifest(dataDir, id);
         expect(m.delta === undefined ? m.whole !== undefined : m.major === layered.major && m.delta === layered.delta && m.whole === undefined, `after a kill at ${delay} ms`).to.equal(true);
       }

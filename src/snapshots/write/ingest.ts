@@ -6,7 +6,7 @@
 import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { recordRejectedBatch } from '../snapshot-dir.js';
+import { readCurrentId, readManifest, recordRejectedBatch } from '../snapshot-dir.js';
 import { WriterBusyError } from '../writer-lock.js';
 import { applyBatch, applyCoalesced, batchDigest, BatchRejectedError, COALESCED_BATCHES, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
 import { compactLayers } from './whole-layer.js';
@@ -19,10 +19,15 @@ export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' 
   /** How often incoming/ is listed besides the file system's notifications (which a shared file system may not send). */
   pollMs?: number;
   /**
-   * After this long without a batch, the current snapshot's layers are compacted (whole-layer.ts); a batch
-   * that arrives meanwhile interrupts it. 0 or absent: never.
+   * After this long without a batch, the current snapshot's layers are compacted (whole-layer.ts). 0 or
+   * absent: never.
    */
   compactIdleMs?: number;
+  /**
+   * Once the current snapshot's deltas hold this many bytes, its layers are compacted while batches go on
+   * applying. 0 or absent: never.
+   */
+  compactBytes?: number;
 }
 
 export const SPOOL_DIRS = ['incoming', 'done', 'rejected'] as const;
@@ -48,6 +53,12 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   // Since when no batch has come, and whether the layers were compacted (or tried) since the last one.
   let idleSince = Date.now();
   let compacted = false;
+  // The compaction running beside the batches, if any: batches never wait for it (whole-layer.ts rebases it).
+  let compaction: Promise<void> | undefined;
+  const compact = (why: 'idle' | 'deltas', threads: number | undefined) => {
+    compacted = true;
+    compaction = compactInBackground(opts, why, threads).finally(() => { compaction = undefined; nudge(); });
+  };
   try {
     while (!opts.signal.aborted) {
       const waiting = (await fs.readdir(incoming, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
@@ -61,45 +72,51 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
         i++;
       }
       if (opts.signal.aborted) break;
-      if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; continue; } // more may have arrived meanwhile
+      if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; }
+      // The deltas grew past their bound: compacted now, on one thread, while batches go on.
+      if (!compaction && !stalled && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
+        compact('deltas', Math.max(1, (opts.threads ?? 2) - 1));
+      }
+      if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
       const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
-      if (!stalled && !compacted && compactIn <= 0) {
-        compacted = await compactWhileIdle(opts, (interrupt) => { wake = interrupt; });
-        wake = undefined;
+      if (!compaction && !stalled && !compacted && compactIn <= 0) {
+        compact('idle', opts.threads);
         continue;
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted ? Infinity : Math.max(compactIn, 0)));
+        const timer = setTimeout(resolve, Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted || compaction ? Infinity : Math.max(compactIn, 0)));
         wake = () => { clearTimeout(timer); resolve(); };
       });
       wake = undefined;
     }
   } finally {
+    // A stop interrupts the compaction (opts.signal), which leaves nothing behind.
+    await compaction;
     watcher?.close();
     opts.signal.removeEventListener('abort', nudge);
   }
 }
 
-/**
- * Compacts the current snapshot's layers until done or until `onWake`'s interrupt is called (a batch
- * arrived, or the follower stops). True when there is nothing more to do until the next batch: done, nothing
- * to compact, or failed (logged; tried again after the next batch); false when interrupted.
- */
-async function compactWhileIdle(opts: IngestOptions, onWake: (interrupt: () => void) => void): Promise<boolean> {
-  const interrupted = new AbortController();
-  onWake(() => interrupted.abort());
-  if (opts.signal.aborted) return false;
+/** The bytes of the current snapshot's deltas (older and newer), from its manifest. */
+async function deltaBytes(dataDir: string): Promise<number> {
+  const id = await readCurrentId(dataDir);
+  if (id === null) return 0;
+  const m = await readManifest(dataDir, id).catch(() => null);
+  return m ? [m.major, m.delta].reduce((a, name) => a + (name ? m.sizes?.[name] ?? 0 : 0), 0) : 0;
+}
+
+/** Compacts the current snapshot's layers (whole-layer.ts) and logs the outcome; never rejects. */
+async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', threads: number | undefined): Promise<void> {
   try {
-    const done = await compactLayers(opts.dataDir, { signal: interrupted.signal, memoryLimit: opts.memoryLimit, threads: opts.threads });
-    if (done) opts.log('info', 'layers compacted', { snapshot: done.id, organizations: done.organizations, seconds: round(done.seconds) });
-    return true;
-  } catch (e) {
-    if (interrupted.signal.aborted) {
-      opts.log('info', 'layer compaction interrupted by a batch', {});
-      return false;
+    const done = await compactLayers(opts.dataDir, { signal: opts.signal, memoryLimit: opts.memoryLimit, threads });
+    if (done) {
+      opts.log('info', 'layers compacted', {
+        snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { compacted: done.id } : {}), why, organizations: done.organizations, seconds: round(done.seconds),
+      });
     }
-    opts.log('warn', 'layers not compacted', { error: (e as Error).message });
-    return true;
+  } catch (e) {
+    if (opts.signal.aborted) return;
+    opts.log('warn', 'layers not compacted', { why, error: (e as Error).message });
   }
 }
 

@@ -6,7 +6,14 @@
 // index and index tables): each such organization then reads one table as the base stores it, with every
 // plan of the base's. Later batches stack deltas on it as on the base, and their folds never copy it.
 // The snapshot stays the same snapshot (same id, same answers); only its manifest names other files, as a
-// history compaction does (compact.ts). A batch that arrives meanwhile interrupts it: the batch goes first.
+// history compaction does (compact.ts).
+//
+// Batches need not wait for it: when batches made other snapshots current while it ran, the new whole layer
+// goes under the current snapshot's deltas instead (rebased). Every delta is cumulative over the layers
+// below it as they were when it was written, and the new whole layer holds each of its organizations as
+// the compacted snapshot had it, which every delta written since replaces where it changed: the older delta
+// the compacted snapshot read is dropped (its rows are in the whole layer), an older delta folded since is
+// kept, and so is the newer delta. Whole layers number their rows apart from the deltas (delta-layout.ts).
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
@@ -14,9 +21,9 @@ import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident } from '../../query/compile.js';
 import {
-  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
-import { fsyncPath, readCurrentId, readManifest, snapshotPath, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
+import { fsyncPath, readCurrentId, readManifest, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, createViewTable, layerPaths, STORAGE_VERSION } from './build-steps.js';
 import { sqlLiteral } from './staging.js';
@@ -27,6 +34,8 @@ export interface WholeLayerOptions {
   signal?: AbortSignal;
   memoryLimit?: string;
   threads?: number;
+  /** Awaited once the whole layer is written, before the switch: the suite applies batches there. */
+  beforeSwitch?: () => Promise<void>;
 }
 
 export interface WholeLayerResult {
@@ -34,14 +43,17 @@ export interface WholeLayerResult {
   id: string;
   organizations: number;
   seconds: number;
+  /** The snapshot the whole layer went under, when batches made another current meanwhile. */
+  rebasedOnto?: string;
 }
 
 /** The snapshot has deltas: compacting them changes how its touched organizations' pages read. */
 export const hasDeltas = (m: Manifest) => m.delta !== undefined || m.major !== undefined;
 
 /**
- * Rewrites the current snapshot's whole layer and deltas as one whole layer. Returns null
- * when there is nothing to do, or when another snapshot became current meanwhile (the work is dropped).
+ * Rewrites the current snapshot's whole layer and deltas as one whole layer, under the snapshot current when
+ * it is done (rebased, above). Returns null when there is nothing to do, or when the current snapshot no
+ * longer builds on the layers compacted (a load, or another compaction, came meanwhile: the work is dropped).
  */
 export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {}): Promise<WholeLayerResult | null> {
   const started = performance.now();
@@ -50,10 +62,13 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const current = await readManifest(dataDir, id);
   if (!current.base || !current.database || !hasDeltas(current)) return null;
   const dir = snapshotPath(dataDir, id);
-  const tmp = join(dir, `.whole-${process.pid}.duckdb`);
-  const scratch = join(dir, '.whole-tmp');
-  // What a compaction killed midway left here.
-  for (const name of await fs.readdir(dir)) if (name.startsWith('.whole-')) await fs.rm(join(dir, name), { recursive: true, force: true });
+  // Written beside the snapshots, not in the compacted one's directory: batches go on meanwhile, and retention
+  // may remove that snapshot before the layer is done.
+  const root = snapshotsDir(dataDir);
+  const tmp = join(root, `.whole-${process.pid}.duckdb`);
+  const scratch = join(root, `.whole-${process.pid}-tmp`);
+  // What a compaction killed midway left (one follower compacts a data directory at a time).
+  for (const name of await fs.readdir(root)) if (name.startsWith('.whole-')) await fs.rm(join(root, name), { recursive: true, force: true });
   await fs.mkdir(scratch, { recursive: true });
   const held = [...new Set([...(current.wholeOrganizations ?? []), ...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])])].sort();
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
@@ -69,15 +84,14 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   });
   const db = await instance.connect();
   const { run, rows: all, release } = interruptible(db, opts.signal);
-  let slots = 0;
   try {
     const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run(`SET checkpoint_threshold = '64GB'`);
     const deltas = layers.slice(1);
-    // Each view's rows of the held organizations in the base's order, at positions after every batch's: as
-    // many batches' ranges as the largest view needs, which the next batch then numbers after.
-    const first = DELTA_POSITION_BASE + ((current.sequence ?? 0) + 1) * BATCH_POSITIONS;
+    // Each view's rows of the held organizations in the base's order, at positions of this layer's own.
+    const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
+    if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
     for (const view of VIEW_NAMES) {
       const { order, indexes } = statements.get(view)!;
       const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
@@ -89,7 +103,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       const written = Number((await all(`SELECT count(*) FROM out.${ident(view)}`))[0]![0]);
       const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
       if (written !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written} rows, not ${expected}`);
-      slots = Math.max(slots, Math.ceil(written / BATCH_POSITIONS), 1);
+      if (written >= WHOLE_POSITIONS) throw new Error(`compacting the layers of ${id}: ${view} has ${written} rows, more than a whole layer numbers`);
       if (current.positions?.includes(view)) await run(`CREATE INDEX ${ident(positionIndex(view))} ON out.${ident(view)} (${ident(POSITION_COLUMN)})`);
       for (const index of indexes) {
         if (!current.indexes?.[view]?.includes(index.column)) continue;
@@ -124,30 +138,55 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     await fs.rm(scratch, { recursive: true, force: true });
   }
   await fsyncPath(tmp);
+  await opts.beforeSwitch?.();
 
-  // The switch, under the writer lock: only if the snapshot is still current and as it was read.
-  const unlock = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 10_000 });
+  // The switch, under the writer lock: onto the snapshot current now, if it still builds on the layers read.
+  const unlock = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 60_000 });
   try {
-    const still = await readManifest(dataDir, id).catch(() => null);
-    if ((await readCurrentId(dataDir)) !== id || JSON.stringify(still) !== JSON.stringify(current)) {
+    const nowId = await readCurrentId(dataDir);
+    const now = nowId === null ? null : await readManifest(dataDir, nowId).catch(() => null);
+    const onto = now === null ? null : rebased(current, now);
+    if (onto === null) {
       await fs.rm(tmp, { force: true });
       return null;
     }
+    const ontoDir = snapshotPath(dataDir, onto.id);
     const file = wholeFile(current.sequence ?? 0);
-    await fs.rename(tmp, join(dir, file));
-    const { delta: _d, deltaOrganizations: _do, deltaWorkspaces: _dw, major: _m, majorId: _mi, majorOrganizations: _mo, ...rest } = current;
-    const sizes = { [current.database]: current.sizes?.[current.database] ?? 0, [file]: (await fs.stat(join(dir, file))).size };
-    const manifest: Manifest = {
-      ...rest, whole: file, wholeId: id, wholeOrganizations: held,
-      sequence: (current.sequence ?? 0) + slots, sizes,
+    await fs.rename(tmp, join(ontoDir, file));
+    const { delta, deltaOrganizations, deltaWorkspaces, major, majorId, majorOrganizations, ...rest } = onto;
+    // The older delta the compacted snapshot read is in the whole layer; one folded since is kept, as is the newer delta.
+    const keepMajor = onto.id !== id && major !== undefined && majorId !== current.majorId;
+    const keepDelta = onto.id !== id && delta !== undefined;
+    const kept: Partial<Manifest> = {
+      ...(keepMajor ? { major, majorId, majorOrganizations } : {}),
+      ...(keepDelta ? { delta, deltaOrganizations, deltaWorkspaces } : {}),
     };
+    const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
+    for (const name of [kept.major, kept.delta]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
+    const manifest: Manifest = { ...rest, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held, sizes };
     await writeManifest(dataDir, manifest);
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
-    await writeCurrentId(dataDir, id);
-    // The old layers' links in this directory (other snapshots keep their own; servers their pins).
-    for (const name of [current.whole, current.major, current.delta]) if (name && name !== file) await fs.rm(join(dir, name), { force: true });
+    await writeCurrentId(dataDir, onto.id);
+    // The replaced layers' links in its directory (other snapshots keep their own; servers their pins).
+    for (const name of [onto.whole, keepMajor ? undefined : major, keepDelta ? undefined : delta]) {
+      if (name && name !== file) await fs.rm(join(ontoDir, name), { force: true });
+    }
+    return { id, organizations: held.length, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
   } finally {
     await unlock();
   }
-  return { id, organizations: held.length, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * The snapshot a whole layer compacted from `compacted` goes under: `now` itself, when it is `compacted` as it
+ * was read or a later batch snapshot on the same base and whole layer (the batches since only stacked deltas);
+ * else null.
+ */
+function rebased(compacted: Manifest, now: Manifest): Manifest | null {
+  if (now.id === compacted.id) return JSON.stringify(now) === JSON.stringify(compacted) ? now : null;
+  const sameBelow = now.base === compacted.base && now.database === compacted.database && now.whole === compacted.whole && now.wholeId === compacted.wholeId;
+  // A later snapshot of the same line: its batches continue the compacted one's.
+  const last = compacted.batches?.[compacted.batches.length - 1];
+  const continues = (now.sequence ?? 0) > (compacted.sequence ?? 0) && (last === undefined || (now.batches ?? []).some((b) => b.name === last.name && b.digest === last.digest && b.arrivedAt === last.arrivedAt));
+  return sameBelow && continues ? now : null;
 }
