@@ -25,7 +25,7 @@ import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { A_QUERY, CLI, cpuSeconds, ensureSample, linkedCopy, organizations, percentile, ROOT, startServerProcess, stopServerProcess, timedLoad } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -45,13 +45,7 @@ const report = (r: Row) => { rows.push(r); console.error(`[bench-changes] ${r.sc
 const batchOrganization = (batch: string) => JSON.parse(readFileSync(join(batch, 'workspaces.ndjson'), 'utf8').split('\n')[0]!).organization as string;
 
 async function main(): Promise<void> {
-  await ensureSample(SOURCE, { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true }, log);
-  if ((await readCurrentId(BENCH_DIR)) === null) {
-    log('loading the bench source');
-    await timedLoad(SOURCE, BENCH_DIR);
-  }
-  const baseId = (await readCurrentId(BENCH_DIR))!;
-  const orgs = await organizations(snapshotPath(BENCH_DIR, baseId));
+  const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
   const small = orgs.filter((o) => o.workspaces <= 500);
   const hundred = new Set([orgs[0]!.name, ...small.slice(0, 99).map((o) => o.name)]);
   const batches = join(BENCH_DIR, 'batches');
@@ -73,17 +67,8 @@ async function main(): Promise<void> {
   const spool = join(WORK, 'spool');
   mkdirSync(join(spool, 'incoming'), { recursive: true });
   mkdirSync(join(spool, '.writing'), { recursive: true });
-  const logged: Record<string, any>[] = [];
   const follower: ChildProcess = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: WORK }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  follower.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-    for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
-      const line = out.slice(0, i);
-      out = out.slice(i + 1);
-      if (line.startsWith('{')) logged.push(JSON.parse(line));
-    }
-  });
+  const logged = followerLog(follower);
 
   /** The snapshot the server answers a page of `org` from. */
   const served = async (org: string) => (await fetch(`${server.url}/api/v2/organizations/${org}/explorer?type=workspaces&page%5Bsize%5D=1`,

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { openInstance } from '../src/duckdb/open-instance.js';
 import { writeSample, type SampleOptions } from '../src/sample/sample.js';
-import { snapshotPath } from '../src/snapshots/snapshot-dir.js';
+import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
@@ -56,6 +56,18 @@ export async function ensureSample(dir: string, options: SampleOptions, log: (m:
   writeFileSync(marker, JSON.stringify(options));
 }
 
+/** The bench source, written once ($BENCH_DIR/source), and its snapshot, loaded once: the id and organizations, largest first. */
+export async function benchSnapshot(benchDir: string, log: (m: string) => void): Promise<{ source: string; baseId: string; orgs: Org[] }> {
+  const source = join(benchDir, 'source');
+  await ensureSample(source, { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true }, log);
+  if ((await readCurrentId(benchDir)) === null) {
+    log('loading the bench source');
+    await timedLoad(source, benchDir);
+  }
+  const baseId = (await readCurrentId(benchDir))!;
+  return { source, baseId, orgs: await organizations(snapshotPath(benchDir, baseId)) };
+}
+
 /** `explorer load <source>` into `dataDir`, timed by /usr/bin/time: wall seconds and peak RSS in GiB. */
 export async function timedLoad(source: string, dataDir: string): Promise<{ seconds: number; gib: number }> {
   const timed = existsSync('/usr/bin/time');
@@ -66,6 +78,21 @@ export async function timedLoad(source: string, dataDir: string): Promise<{ seco
 }
 
 import { freePort } from '../test/helpers/ports.js';
+
+/** Each JSON line a follower (`explorer ingest`) writes on its standard output, as it comes, with the moment it came. */
+export function followerLog(child: ChildProcess): Record<string, any>[] {
+  const logged: Record<string, any>[] = [];
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
+      const line = out.slice(0, i);
+      out = out.slice(i + 1);
+      if (line.startsWith('{')) logged.push({ ...JSON.parse(line), at: performance.now() });
+    }
+  });
+  return logged;
+}
 
 export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

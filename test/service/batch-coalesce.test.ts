@@ -8,20 +8,17 @@ import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { issueToken } from '../../src/access/tokens.js';
 import { catalogFor } from '../../src/catalog/catalog.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { type RunningServer } from '../../src/server.js';
 import { readCurrentId, readManifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch, BatchRejectedError } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
-import { openStateStore } from '../../src/store/open-store.js';
 import { writeEdgeBatch } from '../helpers/edge-batches.js';
 import { clientQuery } from '../helpers/harness.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
+import { twinServers } from '../helpers/twin-servers.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -169,14 +166,7 @@ describe('batches waiting together apply as one snapshot', function () {
     // Every organization that ever existed answers the same on both.
     const orgs = new Set<string>();
     for (const d of [s0, state, join(dir, 'state-edge'), join(dir, 'state-edge-2')]) for (const o of read(d, 'organizations')) orgs.add(o.name);
-    const store = await openStateStore(loadConfig({ DATA_DIR: singles }));
-    const tokens = new Map<string, string>();
-    for (const org of orgs) tokens.set(org, (await issueToken(store, { kind: 'organization', organization: org, description: 'coalesce' })).token);
-    await store.close();
-    cpSync(join(singles, 'state'), join(together, 'state'), { recursive: true });
-    const env = { PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '3600000', DUCKDB_MEMORY_LIMIT: '512MB', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' };
-    const a = await startServer(loadConfig({ ...env, DATA_DIR: singles }), silentLogger);
-    const b = await startServer(loadConfig({ ...env, DATA_DIR: together }), silentLogger);
+    const { a, b, tokens } = await twinServers(singles, together, orgs, 'coalesce');
     servers.push(a, b);
     let compared = 0;
     for (const org of orgs) {

@@ -8,22 +8,19 @@ import { expect } from 'chai';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { issueToken } from '../../src/access/tokens.js';
 import { catalogFor, VIEW_NAMES } from '../../src/catalog/catalog.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
 import { seededRandom } from '../../src/sample/random.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
-import { openStateStore } from '../../src/store/open-store.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { writeEdgeBatch } from '../helpers/edge-batches.js';
 import { clientQuery } from '../helpers/harness.js';
+import { twinServers } from '../helpers/twin-servers.js';
 
 const organizationsOf = (dir: string) => readFileSync(join(dir, 'organizations.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).name as string);
 
@@ -103,14 +100,7 @@ describe('change batches answer as a full load of the resulting source', functio
       for (const s of sources) for (const o of organizationsOf(s)) everOrgs.add(o);
 
       // One token per organization that ever exists, the same in both directories.
-      const store = await openStateStore(loadConfig({ DATA_DIR: viaBatches }));
-      const tokens = new Map<string, string>();
-      for (const org of everOrgs) tokens.set(org, (await issueToken(store, { kind: 'organization', organization: org, description: 'equivalence' })).token);
-      await store.close();
-      cpSync(join(viaBatches, 'state'), join(viaLoads, 'state'), { recursive: true });
-      const env = { PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '3600000', DUCKDB_MEMORY_LIMIT: '512MB', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' };
-      const a = await startServer(loadConfig({ ...env, DATA_DIR: viaBatches }), silentLogger);
-      const b = await startServer(loadConfig({ ...env, DATA_DIR: viaLoads }), silentLogger);
+      const { a, b, tokens } = await twinServers(viaBatches, viaLoads, everOrgs, 'equivalence');
       servers.push(a, b);
 
       /** Snapshot ids and load times, numbered by their order in `dataDir`. */
