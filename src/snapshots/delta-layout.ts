@@ -1,12 +1,13 @@
 // The contract between the change-batch writer (write/apply.ts) and the readers (the server's registry, the
 // batch validator's state): what a batch snapshot's delta file holds and how its rows merge with the base's.
 //
-// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole-<n>.duckdb`, written by an idle
-// follower: write/whole-layer.ts), an older delta (`major.duckdb`) and a newer one (`delta.duckdb`); an
-// organization reads at most three of them, the whole layer instead of the base where it holds the
+// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole-<n>.duckdb`, written by the
+// follower's compaction: write/whole-layer.ts), an older delta (`major.duckdb`) and a newer one (`delta.duckdb`);
+// an organization reads at most three of them, the whole layer instead of the base where it holds the
 // organization. Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
-// so its cost follows what changed since the older one; once the newer delta holds enough workspaces
-// (apply.ts FOLD_WORKSPACES) a batch folds it into a new older delta instead. A delta holds:
+// so its cost follows what changed since the older one; once the newer delta holds enough workspaces or
+// bytes, or the batch itself is large (apply.ts FOLD_WORKSPACES, FOLD_BYTES, FOLD_BATCH_WORKSPACES), a batch
+// folds it into a new older delta instead. A delta holds:
 //   replaced_workspaces                       every workspace whose rows below no longer stand: changed,
 //     (_org_key, organization, id)            deleted, or whose project or organization changed a value its
 //                                            rows carry
@@ -32,7 +33,7 @@ export const DELTA_FILE = 'delta.duckdb';
 export const MAJOR_FILE = 'major.duckdb';
 /**
  * The layer that holds organizations whole, under the deltas (write/whole-layer.ts), numbered by the
- * batches its snapshot had: a compaction never reuses the name of a file the old manifest names.
+ * batches the compacted snapshot had: a compaction never reuses the name of a file a manifest names.
  */
 export const wholeFile = (sequence: number) => `whole-${Math.trunc(sequence)}.duckdb`;
 /** Delta positions start here, above every base position. */

@@ -98,9 +98,9 @@ export interface Manifest {
   majorId?: string;
   majorOrganizations?: string[];
   /**
-   * The whole layer (write/whole-layer.ts), between the base and the deltas: the file, the snapshot that
-   * wrote it (its files are links to that one's), and the organizations it holds whole, in the base's
-   * layout. An organization it holds reads it instead of the base; one no delta holds reads it alone.
+   * The whole layer (write/whole-layer.ts), between the base and the deltas: the file, the snapshot it was
+   * first placed in (later snapshots' files are links to that one's), and the organizations it holds whole,
+   * in the base's layout. An organization it holds reads it instead of the base; one no delta holds reads it alone.
    */
   whole?: string;
   wholeId?: string;

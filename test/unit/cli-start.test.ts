@@ -4,7 +4,7 @@
 // child runs with a module hook that writes down every module URL it resolves, and the test reads the list.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -37,6 +37,9 @@ describe('CLI start-up', () => {
     dir = await mkdtemp(join(tmpdir(), 'cli-start-'));
     await writeFile(join(dir, 'hooks.mjs'), HOOKS);
     await writeFile(join(dir, 'register.mjs'), REGISTER);
+    await mkdir(join(dir, 'node-only'));
+    await symlink(process.execPath, join(dir, 'node-only', 'node'));
+    await symlink('/usr/bin/dirname', join(dir, 'node-only', 'dirname'));
   });
   after(async () => { await rm(dir, { recursive: true, force: true }); });
 
@@ -77,6 +80,16 @@ describe('CLI start-up', () => {
     expect(r.urls, 'the loader').to.include(LOADER);
     expect(hasPackage(r.urls, '@duckdb/node-api'), '@duckdb/node-api').to.equal(true);
     for (const name of ['koa', '@koa/router', 'ioredis']) expect(hasPackage(r.urls, name), name).to.equal(false);
+  });
+
+  it('bin/explorer runs the CLI with node alone, no npm on the PATH', async () => {
+    const bin = new URL('../../../bin/explorer', import.meta.url).pathname;
+    // The PATH is one directory holding node and dirname alone: a call to npm would fail.
+    const r = await new Promise<{ code: number; stdout: string }>((done) => {
+      execFile(bin, ['help'], { env: { ...process.env, PATH: join(dir, 'node-only') } }, (error, stdout) => done({ code: error ? (error as { code: number }).code : 0, stdout }));
+    });
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.match(/^usage: explorer <command>/);
   });
 
   it('token list on a single node loads neither the Redis client nor DuckDB', async () => {
