@@ -73,8 +73,9 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       }
       if (opts.signal.aborted) break;
       if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; }
-      // The deltas grew past their bound: compacted now, on one thread, while batches go on.
-      if (!compaction && !stalled && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
+      // The deltas grew past their bound: compacted now, on one thread, while batches go on. Once per batch at
+      // most: a compaction that failed is not started again until another batch has applied.
+      if (!compaction && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
         compact('deltas', Math.max(1, (opts.threads ?? 2) - 1));
       }
       if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
