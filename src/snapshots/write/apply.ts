@@ -11,7 +11,7 @@ import {
 } from '../snapshot-dir.js';
 import { DELTA_FILE, MAJOR_FILE } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
-import { validateBatch } from './batch-validator.js';
+import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
 import { buildDelta, type BatchCounts } from './delta.js';
 import { DATABASE_FILE } from './load.js';
@@ -81,11 +81,8 @@ async function workspaceLines(dir: string): Promise<number> {
   let n = 0;
   const files = sourceFiles(dir);
   if (files.workspaces) for await (const line of sourceLines(files.workspaces)) if (line.trim() !== '') n++;
-  for (const name of ['deletions.ndjson', 'deletions.ndjson.gz']) {
-    const path = join(dir, name);
-    if (!(await fs.stat(path).then(() => true, () => false))) continue;
-    for await (const line of sourceLines(path)) if (line.includes('"workspace"') || line.includes('"organization"')) n++;
-  }
+  const deletions = deletionsFile(dir);
+  if (deletions) for await (const line of sourceLines(deletions)) if (line.includes('"workspace"') || line.includes('"organization"')) n++;
   return n;
 }
 

@@ -40,9 +40,16 @@ export interface BatchValidation {
 const MAX_REPORTED = 100;
 const DELETION_KINDS: Record<string, string[]> = { organization: ['name'], project: ['id'], workspace: ['id'], team: ['organization', 'name'] };
 
-interface Line { file: string; line: number; record: Row | null }
+/** A batch file's non-blank line: its number in the file, its text, and its record when it holds one JSON object. */
+export interface BatchLine { file: string; line: number; text: string; record: Row | null }
+type Line = BatchLine;
 
-async function readLines(path: string, file: string): Promise<Line[]> {
+/** A batch's deletions file, plain or gzipped, if it has one. */
+export const deletionsFile = (dir: string): string | undefined =>
+  [join(dir, 'deletions.ndjson'), join(dir, 'deletions.ndjson.gz')].find((p) => existsSync(p));
+
+/** The non-blank lines of a batch file (`file` names it in problems). */
+export async function readBatchLines(path: string, file: string): Promise<BatchLine[]> {
   const out: Line[] = [];
   let n = 0;
   for await (const text of sourceLines(path)) {
@@ -53,7 +60,7 @@ async function readLines(path: string, file: string): Promise<Line[]> {
       const v = JSON.parse(text);
       if (v !== null && typeof v === 'object' && !Array.isArray(v)) record = v as Row;
     } catch { /* the source validator names it */ }
-    out.push({ file, line: n, record });
+    out.push({ file, line: n, text, record });
   }
   return out;
 }
@@ -66,10 +73,10 @@ export async function validateBatch(dir: string, state: SourceState): Promise<Ba
     if (errors.length < MAX_REPORTED) errors.push(`${at}: ${reason}`);
   };
   const files = sourceFiles(dir);
-  const deletionsPath = [join(dir, 'deletions.ndjson'), join(dir, 'deletions.ndjson.gz')].find((p) => existsSync(p));
+  const deletionsPath = deletionsFile(dir);
   const label = (file: string) => ((file === 'deletions' ? deletionsPath : files[file as SourceFile]) ?? `${file}.ndjson`).slice(dir.length).replace(/^\//, '');
-  const batch = Object.fromEntries(await Promise.all(SOURCE_FILES.map(async (f) => [f, files[f] ? await readLines(files[f]!, f) : []]))) as Record<SourceFile, Line[]>;
-  const deletions = deletionsPath ? await readLines(deletionsPath, 'deletions') : [];
+  const batch = Object.fromEntries(await Promise.all(SOURCE_FILES.map(async (f) => [f, files[f] ? await readBatchLines(files[f]!, f) : []]))) as Record<SourceFile, Line[]>;
+  const deletions = deletionsPath ? await readBatchLines(deletionsPath, 'deletions') : [];
   const at = (l: Line) => `${label(l.file)}:${l.line}`;
   const str = (v: unknown) => (typeof v === 'string' ? v : null);
 

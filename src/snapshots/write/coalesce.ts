@@ -12,42 +12,23 @@
 //     is never coalesced with another.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import type { SourceState } from './batch-validator.js';
-import { SOURCE_FILES, sourceFiles, sourceLines, type SourceFile } from './source-validator.js';
+import { deletionsFile, readBatchLines, type BatchLine, type SourceState } from './batch-validator.js';
+import { SOURCE_FILES, sourceFiles, type SourceFile } from './source-validator.js';
 
 type Row = Record<string, any>;
-
-interface Line { text: string; record: Row | null }
 
 /** A batch's lines, read once: what the overlay and the coalesced batch need of it. */
 export interface ReadBatch {
   dir: string;
-  files: Record<SourceFile | 'deletions', Line[]>;
+  files: Record<SourceFile | 'deletions', BatchLine[]>;
 }
 
 const FILES = [...SOURCE_FILES, 'deletions'] as const;
 
 export async function readBatch(dir: string): Promise<ReadBatch> {
-  const paths: Partial<Record<(typeof FILES)[number], string>> = { ...sourceFiles(dir) };
-  for (const name of ['deletions.ndjson', 'deletions.ndjson.gz']) {
-    if (await fs.stat(join(dir, name)).then(() => true, () => false)) { paths.deletions = join(dir, name); break; }
-  }
+  const paths: Partial<Record<(typeof FILES)[number], string>> = { ...sourceFiles(dir), deletions: deletionsFile(dir) };
   const files = {} as ReadBatch['files'];
-  for (const f of FILES) {
-    const lines: Line[] = [];
-    if (paths[f]) {
-      for await (const text of sourceLines(paths[f]!)) {
-        if (text.trim() === '') continue;
-        let record: Row | null = null;
-        try {
-          const v = JSON.parse(text);
-          if (v !== null && typeof v === 'object' && !Array.isArray(v)) record = v as Row;
-        } catch { /* its validation names it */ }
-        lines.push({ text, record });
-      }
-    }
-    files[f] = lines;
-  }
+  for (const f of FILES) files[f] = paths[f] ? await readBatchLines(paths[f]!, f) : [];
   return { dir, files };
 }
 

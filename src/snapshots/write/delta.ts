@@ -3,8 +3,6 @@
 // view statements a load runs, over the batch's own rows with the source state they refer to; the views
 // grouped across workspaces are rebuilt for the organizations the batch touches, from their rows alone.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { interruptible } from '../../duckdb/interruptible.js';
@@ -14,6 +12,7 @@ import { sortKeys } from '../../query/query.js';
 import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
+import { deletionsFile } from './batch-validator.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
 import { sourceStateStatements, sqlLiteral, stagingStatements } from './staging.js';
 import { viewStatements } from './view-files.js';
@@ -116,8 +115,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     for (const sql of stagingStatements(files, 1)) await run(sql);
     await run(`ATTACH ':memory:' AS bs`);
     for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
-    const deletions = [join(input.batchDir, 'deletions.ndjson'), join(input.batchDir, 'deletions.ndjson.gz')];
-    const deletionsPath = deletions.find((p) => existsSync(p));
+    const deletionsPath = deletionsFile(input.batchDir);
     await run(`CREATE TEMP TABLE b_deletions AS ${deletionsPath
       ? `SELECT kind, name, id, organization FROM read_json(${sqlLiteral(deletionsPath)}, format = 'newline_delimited', columns = {kind: 'VARCHAR', name: 'VARCHAR', id: 'VARCHAR', organization: 'VARCHAR'})`
       : 'SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS name, NULL::VARCHAR AS id, NULL::VARCHAR AS organization WHERE false'}`);
