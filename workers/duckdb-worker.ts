@@ -64,7 +64,7 @@ channel.onmessage = (event) => {
 };
 channel.unref();
 
-async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Running) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
+async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Running, aliases: readonly string[]) => Promise<T>): Promise<T | { ok: false; code: FailureCode; message: string }> {
   const cancelled = early.get(task.id);
   if (cancelled) {
     early.delete(task.id);
@@ -72,10 +72,11 @@ async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Runn
   }
   if (Date.now() >= task.deadline) return { ok: false, code: 'timeout', message: 'deadline passed while queued' };
   const db = await engine.database();
+  const read = readBy(task);
   const snapshots: Attached[] = [];
   try {
     try {
-      for (const target of readBy(task)) snapshots.push(await engine.attach(target));
+      for (const target of read) snapshots.push(await engine.attach(target));
     } catch (e) {
       return { ok: false, code: 'unavailable', message: `cannot attach the snapshot: ${(e as Error).message}` };
     }
@@ -85,7 +86,7 @@ async function run<T>(task: Task, engine: Engine, body: (slot: Slot, state: Runn
     const timer = setTimeout(() => stop(state, 'timeout'), Math.max(0, task.deadline - Date.now()));
     let failed = false;
     try {
-      return await body(slot, state);
+      return await body(slot, state, read.map((a) => a.alias));
     } catch (e) {
       failed = true;
       if (state.reason) return { ok: false, code: state.reason, message: (e as Error).message };
@@ -145,11 +146,9 @@ const readBy = (task: Task) => {
   const sql = statementsOf(task);
   return task.attach.filter((a) => sql.some((s) => s.includes(`"${a.alias}"`)));
 };
-const aliasesOf = (task: Task) => readBy(task).map((a) => a.alias);
 
 async function page(task: PageTask): Promise<PageResult> {
-  const aliases = aliasesOf(task);
-  return run(task, pages, async (slot, state) => {
+  return run(task, pages, async (slot, state, aliases) => {
     const count = async () => Number((await slot.readAll(task.count.sql, task.count.params, aliases)).getRows()[0]![0] as bigint);
     let total = task.knownTotal ?? (task.pageCountsTotal ? undefined : await count());
     let all: unknown[][] = [];
@@ -184,8 +183,7 @@ async function exportCsv(task: ExportTask): Promise<ExportResult> {
 }
 
 async function rows(task: RowsTask): Promise<RowsResult> {
-  const aliases = aliasesOf(task);
-  return run(task, pages, async (slot, state) => {
+  return run(task, pages, async (slot, state, aliases) => {
     const results: unknown[][][] = [];
     for (const statement of task.statements) {
       checkNotStopped(state);
