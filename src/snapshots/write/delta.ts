@@ -2,7 +2,7 @@
 // replacing it. The work follows the batch, not the platform: the batch's workspaces are built by the same
 // view statements a load runs, over the batch's own rows with the source state they refer to; the views
 // grouped across workspaces are rebuilt for the organizations the batch touches, from their rows alone.
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { interruptible } from '../../duckdb/interruptible.js';
@@ -66,6 +66,22 @@ const cur = (kind: StateKind) => `cur_${kind}`;
  */
 const contextFields = (view: string) => VIEW_DECLS.find((d) => d.name === view)!.fields.filter((f) => /^[po]\./.test(f.build));
 
+/** What each step of a delta's build works with. */
+interface Build {
+  input: DeltaInput;
+  db: DuckDBConnection;
+  run: (sql: string) => Promise<unknown>;
+  all: (sql: string) => Promise<DuckDBValue[][]>;
+  count: (sql: string) => Promise<number>;
+  /** `prev` when the new delta replaces the current one (or both, for a fold): the schema reading them. */
+  prev: string | null;
+}
+
+/**
+ * The steps, in order: the layers attached, the batch staged, what it replaces found, the source state of S′
+ * written, organization keys given, each view's table written, then what the manifest records of the result.
+ * Each step's temporary tables are named where they are made; later steps read them by those names.
+ */
 export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const instance = await openInstance(':memory:', {
     threads: String(input.threads ?? 2),
@@ -75,296 +91,375 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const db = await instance.connect();
   const { run, rows: all, release } = interruptible(db, input.signal);
   try {
-    // The layers below the new delta are read as schema `base`, the delta it replaces as schema `prev`
-    // (delta-layout.ts): the statements below are those of one delta over one base, whatever the stack.
-    await attachLayers(run, input.layers);
-    await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
-    // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
-    // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
-    // compression below was made. The delta is not current until its file is complete, so the log is no loss.
-    await run(`SET checkpoint_threshold = '64GB'`);
-    await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
-    // Asked of the table itself: a look through duckdb_columns() cost 9–13 ms of every batch.
-    const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
-    if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
-    const below = ['f_base', ...(input.layers.whole ? ['f_whole'] : []), ...(input.fold || !input.layers.major ? [] : ['f_major'])];
-    const replacing = [...(input.fold && input.layers.major ? ['f_major'] : []), ...(input.layers.minor ? ['f_minor'] : [])];
-    const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
-    const layered = async (schema: string, layers: string[]) => {
-      await run(`CREATE SCHEMA ${schema}`);
-      for (const view of VIEW_NAMES) {
-        await run(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`);
-      }
-      for (const kind of stateKinds) await run(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
-    };
-    await layered('base', below);
-    const prev = replacing.length > 0 ? 'prev' : null;
-    if (prev) {
-      await layered('prev', replacing);
-      await run(`CREATE VIEW prev.replaced_workspaces AS SELECT DISTINCT organization, id FROM (${replacing.map((l) => `SELECT organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')})`);
-    }
-    for (const kind of stateKinds) {
-      await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`);
-    }
-    await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
-      : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
-
-    // The batch, staged as a load stages a source (the view statements read src_*), and in the stored
-    // source state's shape (bs.source_*).
-    const files = sourceFiles(input.batchDir);
-    for (const sql of stagingStatements(files, 1)) await run(sql);
-    await run(`ATTACH ':memory:' AS bs`);
-    for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
-    const deletionsPath = deletionsFile(input.batchDir);
-    await run(`CREATE TEMP TABLE b_deletions AS ${deletionsPath
-      ? `SELECT kind, name, id, organization FROM read_json(${sqlLiteral(deletionsPath)}, format = 'newline_delimited', columns = {kind: 'VARCHAR', name: 'VARCHAR', id: 'VARCHAR', organization: 'VARCHAR'})`
-      : 'SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS name, NULL::VARCHAR AS id, NULL::VARCHAR AS organization WHERE false'}`);
-
-    // What the batch replaces.
-    await run(`CREATE TEMP TABLE del_orgs AS SELECT name FROM b_deletions WHERE kind = 'organization'`);
-    await run(`CREATE TEMP TABLE del_teams AS SELECT organization, name FROM b_deletions WHERE kind = 'team'`);
     const count = async (sql: string) => Number((await all(sql))[0]![0]);
-    // Each step that reads every workspace of S runs only when the batch asks for it: most batches only upsert.
-    const deletesWorkspaces = (await count(`SELECT count(*) FROM b_deletions WHERE kind IN ('workspace', 'organization')`)) > 0;
-    // Two semi joins, not one scan testing either: DuckDB marks every workspace against both lists for an OR
-    // (21.9 against 13.6 ms on the bench's million workspaces).
-    await run(`CREATE TEMP TABLE gone_ws AS ${deletesWorkspaces
-      ? `SELECT organization, id FROM ${cur('workspaces')} WHERE id IN (SELECT id FROM b_deletions WHERE kind = 'workspace')
-        UNION SELECT organization, id FROM ${cur('workspaces')} WHERE organization IN (SELECT name FROM del_orgs)`
-      : `SELECT organization, id FROM ${cur('workspaces')} WHERE false`}`);
-    await run(`CREATE TEMP TABLE renamed_projects AS SELECT b.id FROM bs.source_projects b JOIN ${cur('projects')} c ON c.id = b.id WHERE b.name IS DISTINCT FROM c.name`);
-    await run(`CREATE TEMP TABLE reided_orgs AS SELECT b.name FROM bs.source_organizations b JOIN ${cur('organizations')} c ON c.name = b.name WHERE b.id IS DISTINCT FROM c.id`);
-    const patches = (await count('SELECT (SELECT count(*) FROM renamed_projects) + (SELECT count(*) FROM reided_orgs)')) > 0;
-    await run(`CREATE TEMP TABLE patched_ws AS SELECT * FROM ${cur('workspaces')} w
-      WHERE ${patches ? `w.id NOT IN (SELECT id FROM gone_ws) AND w.id NOT IN (SELECT id FROM bs.source_workspaces)
-        AND (w.project_id IN (SELECT id FROM renamed_projects) OR w.organization IN (SELECT name FROM reided_orgs))` : 'false'}`);
-    await run(`CREATE TEMP TABLE replaced_new AS SELECT organization, id FROM gone_ws
-      UNION SELECT organization, id FROM bs.source_workspaces UNION SELECT organization, id FROM patched_ws`);
-    await run(`CREATE TEMP TABLE touched AS SELECT organization AS name FROM replaced_new
-      UNION SELECT name FROM del_orgs UNION SELECT name FROM bs.source_organizations`);
-
-    // The source state of S'.
-    const stored = (table: string, select: string) => run(`CREATE TABLE out.${table} AS SELECT * FROM (${select}) ORDER BY ALL`);
-    await stored('source_organizations', `SELECT name, id FROM ${cur('organizations')}
-      WHERE name NOT IN (SELECT name FROM del_orgs) AND name NOT IN (SELECT name FROM bs.source_organizations)
-      UNION ALL SELECT name, id FROM bs.source_organizations`);
-    await stored('source_projects', `SELECT organization, id, name FROM ${cur('projects')}
-      WHERE organization NOT IN (SELECT name FROM del_orgs) AND id NOT IN (SELECT id FROM b_deletions WHERE kind = 'project')
-        AND id NOT IN (SELECT id FROM bs.source_projects)
-      UNION ALL SELECT organization, id, name FROM bs.source_projects`);
-    // A team deleted, or upserted (its members replaced by the batch's), or of a deleted organization.
-    const teamGone = (name: string) => `t.organization IN (SELECT name FROM del_orgs)
-      OR EXISTS (SELECT 1 FROM del_teams d WHERE d.organization = t.organization AND d.name = t.${name})
-      OR EXISTS (SELECT 1 FROM bs.source_teams b WHERE b.organization = t.organization AND b.name = t.${name})`;
-    await stored('source_teams', `SELECT * FROM ${cur('teams')} t WHERE NOT (${teamGone('name')}) UNION ALL SELECT * FROM bs.source_teams`);
-    await stored('source_team_members', `SELECT * FROM ${cur('team_members')} t WHERE NOT (${teamGone('team')}) UNION ALL SELECT * FROM bs.source_team_members`);
-    for (const [kind, column] of Object.entries(WORKSPACE_STATE)) {
-      const table = `source_${kind}`;
-      const kept = prev ? `SELECT * FROM prev.${table} WHERE ${column} NOT IN (SELECT id FROM replaced_new)` : `SELECT * FROM bs.${table} WHERE false`;
-      await stored(table, `${kept} UNION ALL SELECT * FROM bs.${table}
-        UNION ALL SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`);
-    }
-
-    // Organization keys: those of S, new organizations after them (keys only identify; their order is no one's).
-    const deletedOrgs = new Set((await all('SELECT name FROM del_orgs')).map(([n]) => n as string));
-    const organizationKeys: Record<string, number> = {};
-    for (const [name, k] of Object.entries(input.current.organizationKeys ?? {})) if (!deletedOrgs.has(name)) organizationKeys[name] = k;
-    let next = Math.max(0, ...Object.values(input.current.organizationKeys ?? {})) + 1;
-    for (const [name] of await all('SELECT name FROM out.source_organizations ORDER BY name')) {
-      if (organizationKeys[name as string] === undefined) organizationKeys[name as string] = next++;
-    }
-    // Replaced workspaces by organization key (the keys of S for deleted organizations; none for one deleted by
-    // an earlier batch, whose workspaces stay replaced for the source state), the order reads look them up in.
-    await run('CREATE TEMP TABLE all_keys (name VARCHAR, k INTEGER)');
-    const allKeys = await db.createAppender('all_keys');
-    for (const [name, k] of Object.entries({ ...input.current.organizationKeys, ...organizationKeys })) { allKeys.appendVarchar(name); allKeys.appendInteger(k); allKeys.endRow(); }
-    allKeys.closeSync();
-    await stored('replaced_workspaces', `SELECT k.k AS _org_key, r.organization, r.id
-      FROM (SELECT organization, id FROM cur_replaced UNION SELECT organization, id FROM replaced_new) r LEFT JOIN all_keys k ON k.name = r.organization`);
-    // The view statements read the context of S': its organizations, projects and keys.
-    await run('DROP TABLE src_organizations');
-    await run('DROP TABLE src_projects');
-    await run('DROP TABLE org_keys');
-    await run('CREATE TEMP TABLE src_organizations AS SELECT name, id FROM out.source_organizations');
-    await run('CREATE TEMP TABLE src_projects AS SELECT id, organization, name FROM out.source_projects');
-    await run('CREATE TEMP TABLE org_keys (name VARCHAR, k INTEGER)');
-    const appender = await db.createAppender('org_keys');
-    for (const [name, k] of Object.entries(organizationKeys)) { appender.appendVarchar(name); appender.appendInteger(k); appender.endRow(); }
-    appender.closeSync();
-    await fillVersionKeys(db);
-
-    const statements = new Map(viewStatements().map((v) => [v.view, v]));
-    const sequence = (input.current.sequence ?? 0) + 1;
-    /**
-     * Writes a view's delta table: the current delta's rows that stand (`kept`, a condition on them), copied in
-     * their stored order, then this batch's rows (`rows`) sorted, at this batch's positions. Only
-     * the batch's rows are sorted: a delta is a series of such runs, each in stored order, and an organization
-     * whose rows a run holds whole (the grouped views) finds them together and in order. Sorting the whole
-     * delta again at every batch made a batch's cost grow with every batch before it (docs/performance.md).
-     * A fold, once per FOLD_WORKSPACES changed workspaces, sorts the older delta it writes whole instead: an
-     * organization's rows then lie together there too, and a page reads them from a vector or two of each
-     * column, not from every run (docs/performance.md, "Change batches: the older delta sorted").
-     */
-    const write = async (view: string, rows: string, kept: string | null) => {
-      const { order } = statements.get(view)!;
-      // The base's columns, whatever the code builds today: every layer of a stack then has the same
-      // columns in the same order (readers union them by position), and a base loaded before a column was
-      // added (the list members) is served as it was until the next full load.
-      const columns = (await all(`SELECT column_name FROM (DESCRIBE base.${ident(view)})`)).map(([c]) => ident(c as string));
-      await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
-      const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
-      if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
-      const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
-      const fresh = `SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t`;
-      const standing = prev && kept ? `SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}` : null;
-      if (input.fold && standing) {
-        await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM (${standing} UNION ALL ${fresh}) ORDER BY ${order}`);
-        return;
-      }
-      if (standing) await run(`INSERT INTO out.${ident(view)} BY NAME ${standing}`);
-      await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh} ORDER BY ${order}`);
-    };
-    await run('SET preserve_insertion_order = true');
-
-    // Views with rows per workspace: the batch's workspaces built anew, the patched ones re-derived from their
-    // current rows with the context values of S', the delta's other rows kept.
-    for (const { view, sorted, derive, derived } of statements.values()) {
-      const column = workspaceColumn(view);
-      if (!column) continue;
-      await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
-      await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
-      const context = contextFields(view);
-      const resolved = catalogFor().view(view)!;
-      const sortFields = new Set(sortKeys(resolved, resolved.defaultSort).map((k) => k.field.column));
-      if (context.some((f) => sortFields.has(declaredColumn(f)))) throw new Error(`${view}: a field taken from the project or organization is in the default order`);
-      const projectField = VIEW_DECLS.find((d) => d.name === view)!.fields.find((f) => f.build === 'w.project_id');
-      if (context.length > 0 && patches) {
-        if (!projectField) throw new Error(`${view}: the project of a row is not one of its fields`);
-        await run(`CREATE TEMP TABLE patch_sorted AS SELECT t.* EXCLUDE (${derived.map(ident).join(', ')})
-            REPLACE (${context.map((f) => `${f.build} AS ${ident(declaredColumn(f))}`).join(', ')})
-          FROM ${prev ? mergedViewRows(['base', prev], view) : `base.${ident(view)}`} t
-          JOIN src_projects p ON p.id = t.${ident(declaredColumn(projectField))}
-          JOIN src_organizations o ON o.name = t._org
-          WHERE t.${ident(column)} IN (SELECT id FROM patched_ws)`);
-        await run(`INSERT INTO new_rows BY NAME ${derive('patch_sorted', 0)}`);
-        await run('DROP TABLE patch_sorted');
-      }
-      await write(view, 'new_rows', `${ident(column)} NOT IN (SELECT id FROM replaced_new)`);
-      await run('DROP TABLE new_sorted');
-      await run('DROP TABLE new_rows');
-    }
-
-    // Views grouped across workspaces: every row of each touched organization, from S' (the merged
-    // workspaces view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
-    await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
-    const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
-    // Only the columns the grouped views read: the workspaces view is wide, and these scans read every workspace.
-    const grouped = VIEW_DECLS.filter((d) => !workspaceColumn(d.name)).map((d) => d.from).join('\n');
-    const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build) && new RegExp(`\\b${f.build.slice(2)}\\b`).test(grouped))
-      .map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
-    for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
-    // The touched organizations' keys and names written out (ours, never a client's) as constant lists, which
-    // DuckDB tests in the scans themselves.
-    const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
-    const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
-    const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
-    await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows(['base', 'out'], 'workspaces')} t
-      WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`);
-    for (const kind of ['providers', 'modules'] as const) {
-      await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState(['base', 'out'], kind)} u WHERE u.organization IN (${names})`);
-    }
-    await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
-      UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
-    await fillVersionKeys(db, 'agg_versions');
-    for (const { view, sorted, derive } of statements.values()) {
-      if (workspaceColumn(view)) continue;
-      await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
-      await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
-      await write(view, 'new_rows', '_org NOT IN (SELECT name FROM touched)');
-      await run('DROP TABLE new_sorted');
-      await run('DROP TABLE new_rows');
-    }
-
-    // Rows per organization: those of S for the organizations no batch has touched, counted for the others.
+    const b: Build = { input, db, run, all, count, prev: await attachStack(input, db, run) };
+    await stageBatch(b);
+    const patches = await findReplaced(b);
+    await writeSourceState(b);
+    const organizationKeys = await giveOrganizationKeys(b);
+    const write = viewWriter(b, (input.current.sequence ?? 0) + 1);
+    await writeWorkspaceViews(b, write, patches);
+    await writeGroupedViews(b, write, organizationKeys);
     const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
-    // What the new delta holds: what the deltas it replaces held, and what this batch touched.
-    const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.layers.minor ? input.current.deltaOrganizations ?? [] : [])];
-    const held = [...new Set([...heldBefore, ...touchedNames])].sort();
-    await run('CREATE TABLE out.held_organizations (name VARCHAR)');
-    const heldAppender = await db.createAppender('held_organizations', 'main', 'out');
-    for (const name of held) { heldAppender.appendVarchar(name); heldAppender.endRow(); }
-    heldAppender.closeSync();
-    const replacedWorkspaces = Number((await all('SELECT count(*) FROM out.replaced_workspaces'))[0]![0]);
-    const organizationRows: Record<string, Record<string, number>> = {};
-    const rows: Record<string, number> = {};
-    const touchedSet = new Set(touchedNames);
-    for (const { view } of statements.values()) {
-      const counts: Record<string, number> = {};
-      for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
-      const merged = workspaceColumn(view) ? mergedViewRows(['base', 'out'], view) : `out.${ident(view)}`;
-      // Keys from our own manifest, never a client's: integers written out so that zone maps skip the rest.
-      const keyList = touchedNames.map((n) => organizationKeys[n]).filter((k) => k !== undefined).join(', ') || '0';
-      for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList}) GROUP BY _org`)) {
-        counts[org as string] = Number(n);
-      }
-      organizationRows[view] = counts;
-      rows[view] = Object.values(counts).reduce((a, b) => a + b, 0);
-    }
-
-    // The replaced workspaces' rows of S lie in the touched organizations: the test on the organization column
-    // comes first, so that the semi join sees those organizations' rows, not every row of S (40 against 6 ms).
-    const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
-    const replacedRows = (kind: 'providers' | 'modules') =>
-      count(`SELECT count(*) FROM ${cur(kind)} WHERE organization IN (${touchedList}) AND workspace_id IN (SELECT id FROM replaced_new)`);
-    const counts: Record<SourceFile, number> = {
-      organizations: await count('SELECT count(*) FROM out.source_organizations'),
-      projects: await count('SELECT count(*) FROM out.source_projects'),
-      workspaces: rows.workspaces ?? 0,
-      // S's rows, less those of the workspaces this batch replaced, plus theirs in S' (the delta's rows of them).
-      workspace_providers: (input.current.counts.workspace_providers ?? 0) - await replacedRows('providers')
-        + await count('SELECT count(*) FROM out.source_providers WHERE workspace_id IN (SELECT id FROM replaced_new)'),
-      workspace_modules: (input.current.counts.workspace_modules ?? 0) - await replacedRows('modules')
-        + await count('SELECT count(*) FROM out.source_modules WHERE workspace_id IN (SELECT id FROM replaced_new)'),
-      workspace_resources: rows.resources ?? 0,
-      teams: await count('SELECT count(*) FROM out.source_teams'),
-      team_members: await count('SELECT count(*) FROM out.source_team_members'),
-    };
-    // Who may read what changes only with organizations and teams.
-    // An upserted organization that exists already changes no one's access (access names organizations, teams
-    // and members only): a batch that carries its workspaces' organizations, as most do, keeps the access.
-    const accessChanged = await count(`SELECT (SELECT count(*) FROM bs.source_organizations WHERE name NOT IN (SELECT name FROM ${cur('organizations')}))
-      + (SELECT count(*) FROM bs.source_teams)
-      + (SELECT count(*) FROM b_deletions WHERE kind IN ('organization', 'team'))`) > 0;
-    const access = !accessChanged ? input.currentAccess : accessOf(
-      (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
-      (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
-      (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
-    );
-    const batch: BatchCounts = {
-      upserted: {
-        organizations: await count('SELECT count(*) FROM bs.source_organizations'),
-        projects: await count('SELECT count(*) FROM bs.source_projects'),
-        workspaces: await count('SELECT count(*) FROM bs.source_workspaces'),
-        teams: await count('SELECT count(*) FROM bs.source_teams'),
-      },
-      deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
-        [`${k}s`, await count(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
-    };
-    // A small delta is written uncompressed: choosing and applying each column's compression cost a fixed
-    // 0.08–0.15 s per file, most of a 10-workspace batch's checkpoint, to save a few hundred KB. Larger deltas
-    // (a batch of 1,000 workspaces already holds 20,000 resource rows) keep DuckDB's choice, for the disk
-    // the retained batch snapshots take (docs/performance.md, "Change batches: small deltas uncompressed").
-    if (await count(`SELECT (SELECT count(*) FROM out.workspaces) + (SELECT count(*) FROM out.resources)`) < UNCOMPRESSED_ROWS) {
-      await run(`SET force_compression = 'uncompressed'`);
-    }
-    await run('CHECKPOINT out');
-    await run('DETACH out');
+    const held = await writeHeld(b, touchedNames);
+    const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
+    const { organizationRows, rows } = await countOrganizationRows(b, organizationKeys, touchedNames);
+    const counts = await sourceCounts(b, rows, touchedNames);
+    const access = await accessAfter(b);
+    const batch = await batchCounts(b);
+    await checkpoint(b);
     return { organizationKeys, organizationRows, rows, held, replacedWorkspaces, counts, access, batch };
   } finally {
     release();
     db.closeSync();
     instance.closeSync();
   }
+}
+
+/**
+ * Attaches the current snapshot's layers and the new delta (`out`). The layers below the new delta are read
+ * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
+ * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
+ */
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<string | null> {
+  await attachLayers(run, input.layers);
+  await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
+  // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
+  // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
+  // compression below was made. The delta is not current until its file is complete, so the log is no loss.
+  await run(`SET checkpoint_threshold = '64GB'`);
+  await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
+  // Asked of the table itself: a look through duckdb_columns() cost 9–13 ms of every batch.
+  const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
+  if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
+  const below = ['f_base', ...(input.layers.whole ? ['f_whole'] : []), ...(input.fold || !input.layers.major ? [] : ['f_major'])];
+  const replacing = [...(input.fold && input.layers.major ? ['f_major'] : []), ...(input.layers.minor ? ['f_minor'] : [])];
+  const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
+  const layered = async (schema: string, layers: string[]) => {
+    await run(`CREATE SCHEMA ${schema}`);
+    for (const view of VIEW_NAMES) {
+      await run(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`);
+    }
+    for (const kind of stateKinds) await run(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
+  };
+  await layered('base', below);
+  const prev = replacing.length > 0 ? 'prev' : null;
+  if (prev) {
+    await layered('prev', replacing);
+    await run(`CREATE VIEW prev.replaced_workspaces AS SELECT DISTINCT organization, id FROM (${replacing.map((l) => `SELECT organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')})`);
+  }
+  for (const kind of stateKinds) {
+    await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`);
+  }
+  await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
+    : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
+  return prev;
+}
+
+/**
+ * The batch, staged as a load stages a source (the view statements read src_*), in the stored source state's
+ * shape (bs.source_*), and its deletions (b_deletions).
+ */
+async function stageBatch({ input, run }: Build): Promise<void> {
+  const files = sourceFiles(input.batchDir);
+  for (const sql of stagingStatements(files, 1)) await run(sql);
+  await run(`ATTACH ':memory:' AS bs`);
+  for (const sql of sourceStateStatements(files, 'bs')) await run(sql);
+  const deletionsPath = deletionsFile(input.batchDir);
+  await run(`CREATE TEMP TABLE b_deletions AS ${deletionsPath
+    ? `SELECT kind, name, id, organization FROM read_json(${sqlLiteral(deletionsPath)}, format = 'newline_delimited', columns = {kind: 'VARCHAR', name: 'VARCHAR', id: 'VARCHAR', organization: 'VARCHAR'})`
+    : 'SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS name, NULL::VARCHAR AS id, NULL::VARCHAR AS organization WHERE false'}`);
+}
+
+/**
+ * What the batch replaces: the workspaces it deletes (gone_ws), those whose rows carry a project name or an
+ * organization id it changes (patched_ws), all of them with its own (replaced_new), and the organizations it
+ * touches (touched). Returns whether any workspace is patched.
+ */
+async function findReplaced({ run, count }: Build): Promise<boolean> {
+  await run(`CREATE TEMP TABLE del_orgs AS SELECT name FROM b_deletions WHERE kind = 'organization'`);
+  await run(`CREATE TEMP TABLE del_teams AS SELECT organization, name FROM b_deletions WHERE kind = 'team'`);
+  // Each step that reads every workspace of S runs only when the batch asks for it: most batches only upsert.
+  const deletesWorkspaces = (await count(`SELECT count(*) FROM b_deletions WHERE kind IN ('workspace', 'organization')`)) > 0;
+  // Two semi joins, not one scan testing either: DuckDB marks every workspace against both lists for an OR
+  // (21.9 against 13.6 ms on the bench's million workspaces).
+  await run(`CREATE TEMP TABLE gone_ws AS ${deletesWorkspaces
+    ? `SELECT organization, id FROM ${cur('workspaces')} WHERE id IN (SELECT id FROM b_deletions WHERE kind = 'workspace')
+      UNION SELECT organization, id FROM ${cur('workspaces')} WHERE organization IN (SELECT name FROM del_orgs)`
+    : `SELECT organization, id FROM ${cur('workspaces')} WHERE false`}`);
+  await run(`CREATE TEMP TABLE renamed_projects AS SELECT b.id FROM bs.source_projects b JOIN ${cur('projects')} c ON c.id = b.id WHERE b.name IS DISTINCT FROM c.name`);
+  await run(`CREATE TEMP TABLE reided_orgs AS SELECT b.name FROM bs.source_organizations b JOIN ${cur('organizations')} c ON c.name = b.name WHERE b.id IS DISTINCT FROM c.id`);
+  const patches = (await count('SELECT (SELECT count(*) FROM renamed_projects) + (SELECT count(*) FROM reided_orgs)')) > 0;
+  await run(`CREATE TEMP TABLE patched_ws AS SELECT * FROM ${cur('workspaces')} w
+    WHERE ${patches ? `w.id NOT IN (SELECT id FROM gone_ws) AND w.id NOT IN (SELECT id FROM bs.source_workspaces)
+      AND (w.project_id IN (SELECT id FROM renamed_projects) OR w.organization IN (SELECT name FROM reided_orgs))` : 'false'}`);
+  await run(`CREATE TEMP TABLE replaced_new AS SELECT organization, id FROM gone_ws
+    UNION SELECT organization, id FROM bs.source_workspaces UNION SELECT organization, id FROM patched_ws`);
+  await run(`CREATE TEMP TABLE touched AS SELECT organization AS name FROM replaced_new
+    UNION SELECT name FROM del_orgs UNION SELECT name FROM bs.source_organizations`);
+  return patches;
+}
+
+/** The source state of S′: the small kinds whole, the replaced workspaces' rows of the others. */
+async function writeSourceState({ run, prev }: Build): Promise<void> {
+  const stored = (table: string, select: string) => run(`CREATE TABLE out.${table} AS SELECT * FROM (${select}) ORDER BY ALL`);
+  await stored('source_organizations', `SELECT name, id FROM ${cur('organizations')}
+    WHERE name NOT IN (SELECT name FROM del_orgs) AND name NOT IN (SELECT name FROM bs.source_organizations)
+    UNION ALL SELECT name, id FROM bs.source_organizations`);
+  await stored('source_projects', `SELECT organization, id, name FROM ${cur('projects')}
+    WHERE organization NOT IN (SELECT name FROM del_orgs) AND id NOT IN (SELECT id FROM b_deletions WHERE kind = 'project')
+      AND id NOT IN (SELECT id FROM bs.source_projects)
+    UNION ALL SELECT organization, id, name FROM bs.source_projects`);
+  // A team deleted, or upserted (its members replaced by the batch's), or of a deleted organization.
+  const teamGone = (name: string) => `t.organization IN (SELECT name FROM del_orgs)
+    OR EXISTS (SELECT 1 FROM del_teams d WHERE d.organization = t.organization AND d.name = t.${name})
+    OR EXISTS (SELECT 1 FROM bs.source_teams b WHERE b.organization = t.organization AND b.name = t.${name})`;
+  await stored('source_teams', `SELECT * FROM ${cur('teams')} t WHERE NOT (${teamGone('name')}) UNION ALL SELECT * FROM bs.source_teams`);
+  await stored('source_team_members', `SELECT * FROM ${cur('team_members')} t WHERE NOT (${teamGone('team')}) UNION ALL SELECT * FROM bs.source_team_members`);
+  for (const [kind, column] of Object.entries(WORKSPACE_STATE)) {
+    const table = `source_${kind}`;
+    const kept = prev ? `SELECT * FROM prev.${table} WHERE ${column} NOT IN (SELECT id FROM replaced_new)` : `SELECT * FROM bs.${table} WHERE false`;
+    await stored(table, `${kept} UNION ALL SELECT * FROM bs.${table}
+      UNION ALL SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`);
+  }
+}
+
+/**
+ * Organization keys: those of S, new organizations after them (keys only identify; their order is no one's).
+ * Writes the delta's replaced workspaces by key, and sets the context the view statements read: the
+ * organizations, projects and keys of S′.
+ */
+async function giveOrganizationKeys({ input, db, run, all }: Build): Promise<Record<string, number>> {
+  const deletedOrgs = new Set((await all('SELECT name FROM del_orgs')).map(([n]) => n as string));
+  const organizationKeys: Record<string, number> = {};
+  for (const [name, k] of Object.entries(input.current.organizationKeys ?? {})) if (!deletedOrgs.has(name)) organizationKeys[name] = k;
+  let next = Math.max(0, ...Object.values(input.current.organizationKeys ?? {})) + 1;
+  for (const [name] of await all('SELECT name FROM out.source_organizations ORDER BY name')) {
+    if (organizationKeys[name as string] === undefined) organizationKeys[name as string] = next++;
+  }
+  // Replaced workspaces by organization key (the keys of S for deleted organizations; none for one deleted by
+  // an earlier batch, whose workspaces stay replaced for the source state), the order reads look them up in.
+  await appendKeys(db, run, 'all_keys', { ...input.current.organizationKeys, ...organizationKeys });
+  await run(`CREATE TABLE out.replaced_workspaces AS SELECT * FROM (SELECT k.k AS _org_key, r.organization, r.id
+    FROM (SELECT organization, id FROM cur_replaced UNION SELECT organization, id FROM replaced_new) r LEFT JOIN all_keys k ON k.name = r.organization) ORDER BY ALL`);
+  await run('DROP TABLE src_organizations');
+  await run('DROP TABLE src_projects');
+  await run('DROP TABLE org_keys');
+  await run('CREATE TEMP TABLE src_organizations AS SELECT name, id FROM out.source_organizations');
+  await run('CREATE TEMP TABLE src_projects AS SELECT id, organization, name FROM out.source_projects');
+  await appendKeys(db, run, 'org_keys', organizationKeys);
+  await fillVersionKeys(db);
+  return organizationKeys;
+}
+
+/** A temporary table (name, k) of `keys`. */
+async function appendKeys(db: DuckDBConnection, run: Build['run'], table: string, keys: Record<string, number>): Promise<void> {
+  await run(`CREATE TEMP TABLE ${table} (name VARCHAR, k INTEGER)`);
+  const appender = await db.createAppender(table);
+  for (const [name, k] of Object.entries(keys)) { appender.appendVarchar(name); appender.appendInteger(k); appender.endRow(); }
+  appender.closeSync();
+}
+
+/** Writes a view's delta table from its new rows and a condition on the current delta's rows that still stand. */
+type ViewWriter = (view: string, rows: string, kept: string | null) => Promise<void>;
+
+/**
+ * The delta's tables for the `sequence`-th batch: the current delta's rows that stand (`kept`), copied in
+ * their stored order, then this batch's rows (`rows`) sorted, at this batch's positions. Only the batch's rows
+ * are sorted: a delta is a series of such runs, each in stored order, and an organization whose rows a run
+ * holds whole (the grouped views) finds them together and in order. Sorting the whole delta again at every
+ * batch made a batch's cost grow with every batch before it (docs/performance.md). A fold, once per
+ * FOLD_WORKSPACES changed workspaces, sorts the older delta it writes whole instead: an organization's rows
+ * then lie together there too, and a page reads them from a vector or two of each column, not from every run
+ * (docs/performance.md, "Change batches: the older delta sorted").
+ */
+function viewWriter({ input, db, run, all, prev }: Build, sequence: number): ViewWriter {
+  const statements = new Map(viewStatements().map((v) => [v.view, v]));
+  return async (view, rows, kept) => {
+    const { order } = statements.get(view)!;
+    // The base's columns, whatever the code builds today: every layer of a stack then has the same
+    // columns in the same order (readers union them by position), and a base loaded before a column was
+    // added (the list members) is served as it was until the next full load.
+    const columns = (await all(`SELECT column_name FROM (DESCRIBE base.${ident(view)})`)).map(([c]) => ident(c as string));
+    await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
+    const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
+    if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
+    const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
+    const fresh = `SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t`;
+    const standing = prev && kept ? `SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}` : null;
+    if (input.fold && standing) {
+      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM (${standing} UNION ALL ${fresh}) ORDER BY ${order}`);
+      return;
+    }
+    if (standing) await run(`INSERT INTO out.${ident(view)} BY NAME ${standing}`);
+    await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh} ORDER BY ${order}`);
+  };
+}
+
+/**
+ * Views with rows per workspace: the batch's workspaces built anew, the patched ones re-derived from their
+ * current rows with the context values of S′, the delta's other rows kept.
+ */
+async function writeWorkspaceViews({ run, prev }: Build, write: ViewWriter, patches: boolean): Promise<void> {
+  await run('SET preserve_insertion_order = true');
+  for (const { view, sorted, derive, derived } of viewStatements()) {
+    const column = workspaceColumn(view);
+    if (!column) continue;
+    await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
+    await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
+    const context = contextFields(view);
+    const resolved = catalogFor().view(view)!;
+    const sortFields = new Set(sortKeys(resolved, resolved.defaultSort).map((k) => k.field.column));
+    if (context.some((f) => sortFields.has(declaredColumn(f)))) throw new Error(`${view}: a field taken from the project or organization is in the default order`);
+    const projectField = VIEW_DECLS.find((d) => d.name === view)!.fields.find((f) => f.build === 'w.project_id');
+    if (context.length > 0 && patches) {
+      if (!projectField) throw new Error(`${view}: the project of a row is not one of its fields`);
+      await run(`CREATE TEMP TABLE patch_sorted AS SELECT t.* EXCLUDE (${derived.map(ident).join(', ')})
+          REPLACE (${context.map((f) => `${f.build} AS ${ident(declaredColumn(f))}`).join(', ')})
+        FROM ${prev ? mergedViewRows(['base', prev], view) : `base.${ident(view)}`} t
+        JOIN src_projects p ON p.id = t.${ident(declaredColumn(projectField))}
+        JOIN src_organizations o ON o.name = t._org
+        WHERE t.${ident(column)} IN (SELECT id FROM patched_ws)`);
+      await run(`INSERT INTO new_rows BY NAME ${derive('patch_sorted', 0)}`);
+      await run('DROP TABLE patch_sorted');
+    }
+    await write(view, 'new_rows', `${ident(column)} NOT IN (SELECT id FROM replaced_new)`);
+    await run('DROP TABLE new_sorted');
+    await run('DROP TABLE new_rows');
+  }
+}
+
+/**
+ * Views grouped across workspaces: every row of each touched organization, from S′ (the merged workspaces
+ * view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
+ */
+async function writeGroupedViews({ run, all, db }: Build, write: ViewWriter, organizationKeys: Record<string, number>): Promise<void> {
+  await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
+  const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
+  // Only the columns the grouped views read: the workspaces view is wide, and these scans read every workspace.
+  const grouped = VIEW_DECLS.filter((d) => !workspaceColumn(d.name)).map((d) => d.from).join('\n');
+  const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build) && new RegExp(`\\b${f.build.slice(2)}\\b`).test(grouped))
+    .map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
+  for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
+  // The touched organizations' keys and names written out (ours, never a client's) as constant lists, which
+  // DuckDB tests in the scans themselves.
+  const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
+  const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
+  const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
+  await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows(['base', 'out'], 'workspaces')} t
+    WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`);
+  for (const kind of ['providers', 'modules'] as const) {
+    await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState(['base', 'out'], kind)} u WHERE u.organization IN (${names})`);
+  }
+  await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
+    UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
+  await fillVersionKeys(db, 'agg_versions');
+  for (const { view, sorted, derive } of viewStatements()) {
+    if (workspaceColumn(view)) continue;
+    await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
+    await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
+    await write(view, 'new_rows', '_org NOT IN (SELECT name FROM touched)');
+    await run('DROP TABLE new_sorted');
+    await run('DROP TABLE new_rows');
+  }
+}
+
+/** What the new delta holds: what the deltas it replaces held, and what this batch touched. */
+async function writeHeld({ input, db, run }: Build, touchedNames: string[]): Promise<string[]> {
+  const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.layers.minor ? input.current.deltaOrganizations ?? [] : [])];
+  const held = [...new Set([...heldBefore, ...touchedNames])].sort();
+  await run('CREATE TABLE out.held_organizations (name VARCHAR)');
+  const appender = await db.createAppender('held_organizations', 'main', 'out');
+  for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
+  appender.closeSync();
+  return held;
+}
+
+/** Rows per organization and view: those of S for the organizations no batch has touched, counted for the others. */
+async function countOrganizationRows({ input, all }: Build, organizationKeys: Record<string, number>, touchedNames: string[]) {
+  const organizationRows: Record<string, Record<string, number>> = {};
+  const rows: Record<string, number> = {};
+  const touchedSet = new Set(touchedNames);
+  // Keys from our own manifest, never a client's: integers written out so that zone maps skip the rest.
+  const keyList = touchedNames.map((n) => organizationKeys[n]).filter((k) => k !== undefined).join(', ') || '0';
+  for (const view of VIEW_NAMES) {
+    const counts: Record<string, number> = {};
+    for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
+    const merged = workspaceColumn(view) ? mergedViewRows(['base', 'out'], view) : `out.${ident(view)}`;
+    for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList}) GROUP BY _org`)) {
+      counts[org as string] = Number(n);
+    }
+    organizationRows[view] = counts;
+    rows[view] = Object.values(counts).reduce((a, b) => a + b, 0);
+  }
+  return { organizationRows, rows };
+}
+
+/** Records per source file of S′ (provider and module rows as stored: duplicates merged). */
+async function sourceCounts({ input, count }: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
+  // The replaced workspaces' rows of S lie in the touched organizations: the test on the organization column
+  // comes first, so that the semi join sees those organizations' rows, not every row of S (40 against 6 ms).
+  const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
+  const replacedRows = (kind: 'providers' | 'modules') =>
+    count(`SELECT count(*) FROM ${cur(kind)} WHERE organization IN (${touchedList}) AND workspace_id IN (SELECT id FROM replaced_new)`);
+  return {
+    organizations: await count('SELECT count(*) FROM out.source_organizations'),
+    projects: await count('SELECT count(*) FROM out.source_projects'),
+    workspaces: rows.workspaces ?? 0,
+    // S's rows, less those of the workspaces this batch replaced, plus theirs in S′ (the delta's rows of them).
+    workspace_providers: (input.current.counts.workspace_providers ?? 0) - await replacedRows('providers')
+      + await count('SELECT count(*) FROM out.source_providers WHERE workspace_id IN (SELECT id FROM replaced_new)'),
+    workspace_modules: (input.current.counts.workspace_modules ?? 0) - await replacedRows('modules')
+      + await count('SELECT count(*) FROM out.source_modules WHERE workspace_id IN (SELECT id FROM replaced_new)'),
+    workspace_resources: rows.resources ?? 0,
+    teams: await count('SELECT count(*) FROM out.source_teams'),
+    team_members: await count('SELECT count(*) FROM out.source_team_members'),
+  };
+}
+
+/**
+ * Who may read what in S′. It changes only with organizations and teams, and an upserted organization that
+ * exists already changes no one's access (access names organizations, teams and members only): a batch that
+ * carries its workspaces' organizations, as most do, keeps the access.
+ */
+async function accessAfter({ input, all, count }: Build): Promise<AccessData> {
+  const changed = await count(`SELECT (SELECT count(*) FROM bs.source_organizations WHERE name NOT IN (SELECT name FROM ${cur('organizations')}))
+    + (SELECT count(*) FROM bs.source_teams)
+    + (SELECT count(*) FROM b_deletions WHERE kind IN ('organization', 'team'))`) > 0;
+  if (!changed) return input.currentAccess;
+  return accessOf(
+    (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
+    (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
+    (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
+  );
+}
+
+/** How many records of each kind the batch upserted and deleted. */
+async function batchCounts({ count }: Build): Promise<BatchCounts> {
+  return {
+    upserted: {
+      organizations: await count('SELECT count(*) FROM bs.source_organizations'),
+      projects: await count('SELECT count(*) FROM bs.source_projects'),
+      workspaces: await count('SELECT count(*) FROM bs.source_workspaces'),
+      teams: await count('SELECT count(*) FROM bs.source_teams'),
+    },
+    deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
+      [`${k}s`, await count(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
+  };
+}
+
+/**
+ * Writes the delta's file out. A small delta is written uncompressed: choosing and applying each column's
+ * compression cost a fixed 0.08–0.15 s per file, most of a 10-workspace batch's checkpoint, to save a few
+ * hundred KB. Larger deltas (a batch of 1,000 workspaces already holds 20,000 resource rows) keep DuckDB's
+ * choice, for the disk the retained batch snapshots take (docs/performance.md, "Change batches: small deltas uncompressed").
+ */
+async function checkpoint({ run, count }: Build): Promise<void> {
+  if (await count(`SELECT (SELECT count(*) FROM out.workspaces) + (SELECT count(*) FROM out.resources)`) < UNCOMPRESSED_ROWS) {
+    await run(`SET force_compression = 'uncompressed'`);
+  }
+  await run('CHECKPOINT out');
+  await run('DETACH out');
 }
 
 /** Who may read what (snapshot-dir.ts AccessData), from the organizations, teams and members of a source, as the source validator derives it. */
