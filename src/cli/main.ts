@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `explorer` command: sample, sample-changes, load, load-series, apply, ingest, token, serve. Every command honours DATA_DIR (default ./data).
+// The `explorer` command: sample, sample-changes, load, load-series, apply, ingest, sync, token, serve. Every command honours DATA_DIR (default ./data).
 // Only argument parsing, the usage text and the exit handling load at start; each command's module (and with it
 // DuckDB, the server, the store, the sample generator) is imported when that command runs, so no command pays
 // start-up time for the others' modules.
@@ -15,6 +15,8 @@ const USAGE = `usage: explorer <command>
   load-series <dir>                                              load <dir>/day-* oldest first, each labelled with its name
   apply <batch-dir> [--label L]                                  apply a change batch to the current snapshot
   ingest <spool-dir>                                             apply the batches renamed into <spool-dir>/incoming, until stopped
+  sync --from <url> --organization <name>[,<name>…]              mirror organizations from a live Explorer API
+       [--every <15m|30s|2h>] [--label L] [--insecure-http]      (the token: EXPLORER_SYNC_TOKEN or TF_TOKEN_<host>)
   token create --organization O [--team T | --user U] [--description D]
   token list                                                     list tokens (no secrets)
   token revoke <id>
@@ -31,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
     case 'load-series': return (await import('./load.js')).loadSeries(rest);
     case 'apply': return (await import('./apply.js')).apply(rest);
     case 'ingest': return (await import('./apply.js')).ingest(rest);
+    case 'sync': return (await import('./sync.js')).sync(rest);
     case 'token': return (await import('./token.js')).token(rest);
     case 'serve': await (await import('./serve.js')).serve(rest); return -1;
     case 'migrate-state': return (await import('./migrate-state.js')).migrate(rest);

@@ -1,0 +1,179 @@
+// One organization's sync: its views read from the upstream, its source records rebuilt, compared with what
+// the previous sync of it read, and only what changed applied through the one writer as a change batch (the
+// first sync into an empty data directory is a load). docs/sync.md.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { openInstance } from '../duckdb/open-instance.js';
+import { mergedState } from '../snapshots/delta-layout.js';
+import { readCurrentId, readManifest, snapshotPath, type Manifest } from '../snapshots/snapshot-dir.js';
+import { applyBatch, type ApplyOptions } from '../snapshots/write/apply.js';
+import { attachLayers, layerPaths } from '../snapshots/write/build-steps.js';
+import { loadSnapshot } from '../snapshots/write/load.js';
+import { sqlLiteral } from '../snapshots/write/staging.js';
+import { Limiter, readViewCsv, SYNCED_VIEWS, ViewMissingError, type ReadOptions } from './read-views.js';
+import { stageRebuilt, writeRebuilt, type ViewFiles } from './rebuild-source.js';
+import type { Upstream } from './upstream-endpoint.js';
+
+export interface SyncOptions {
+  upstream: Upstream;
+  token: string;
+  limiter: Limiter;
+  /** The writers' options (data directory, retention, lock, memory). */
+  writer: ApplyOptions & { keepFull?: number };
+  label?: string;
+  signal?: AbortSignal;
+  retries?: number;
+  backoffMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface SyncReport {
+  organization: string;
+  workspaces: number;
+  resources: number | null;
+  bytes: number;
+  upserted: number;
+  deleted: number;
+  /** The snapshot made, or null when nothing changed. */
+  snapshot: string | null;
+  seconds: { read: number; rebuild: number; apply: number };
+}
+
+/** What the previous sync of an organization read, kept beside the snapshots (`sync/<host>/<organization>/`). */
+interface SyncState {
+  /** The base database the mirror held then: another means a load replaced what the sync had written. */
+  database: string;
+  organizationId: string | null;
+  projects: Record<string, string>;
+}
+
+const stateDir = (dataDir: string, upstream: Upstream, organization: string) =>
+  join(dataDir, 'sync', upstream.host.replace(/[^A-Za-z0-9.-]/g, '_'), organization);
+
+export async function syncOrganization(organization: string, opts: SyncOptions): Promise<SyncReport> {
+  const { dataDir } = opts.writer;
+  const dir = stateDir(dataDir, opts.upstream, organization);
+  const work = join(dataDir, 'sync', `.run-${process.pid}-${organization}`);
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const started = performance.now();
+  const lap = () => (performance.now() - started) / 1000;
+  const seconds = (s: number) => Math.round(s * 100) / 100;
+  try {
+    // The views, each by its CSV export, as many at once as the limiter lets.
+    const read: ReadOptions = { upstream: opts.upstream, token: opts.token, limiter: opts.limiter,
+      ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.retries === undefined ? {} : { retries: opts.retries }),
+      ...(opts.backoffMs === undefined ? {} : { backoffMs: opts.backoffMs }) };
+    const files: Partial<Record<string, string | null>> = {};
+    let bytes = 0;
+    await Promise.all(SYNCED_VIEWS.map(async (view) => {
+      const file = join(work, `${view}.csv`);
+      try {
+        bytes += await readViewCsv(organization, view, file, read);
+        files[view] = file;
+      } catch (e) {
+        if (!(e instanceof ViewMissingError)) throw e;
+        opts.log?.(`${organization}: ${e.message}; synced without resources`);
+        files[view] = null;
+      }
+    }));
+    const readSeconds = lap();
+
+    const instance = await openInstance(':memory:', { threads: '2', memory_limit: '400MB', temp_directory: join(work, 'spill') });
+    const db = await instance.connect();
+    try {
+      await stageRebuilt(db, organization, files as unknown as ViewFiles);
+      const count = async (sql: string) => Number((await db.runAndReadAll(sql)).getRows()[0]![0]);
+      const workspaces = await count('SELECT count(*) FROM rs_workspaces');
+      const resources = files.resources ? await count('SELECT count(*) FROM rs_resources') : null;
+      const currentId = await readCurrentId(dataDir);
+      const current = currentId ? await readManifest(dataDir, currentId) : null;
+      const organizationId = (await db.runAndReadAll('SELECT id FROM rs_organizations')).getRows()[0]![0] as string | null;
+      const projects = Object.fromEntries((await db.runAndReadAll('SELECT id, name FROM rs_projects')).getRows() as [string, string][]);
+      const rebuildSeconds = lap() - readSeconds;
+      const batch = join(work, 'batch');
+      mkdirSync(batch);
+      const label = opts.label ?? `sync ${opts.upstream.host} ${organization}`;
+      let snapshot: string | null = null;
+      let upserted = 0;
+      let deleted = 0;
+      if (!current) {
+        // Nothing held yet: the first sync is a load of what it read.
+        await writeRebuilt(db, batch, null, true, []);
+        snapshot = (await loadSnapshot(batch, { ...opts.writer, label })).manifest.id;
+        upserted = workspaces;
+      } else {
+        const previous = readState(dir, current);
+        const held = previous ? null : await heldBy(db, dataDir, current, organization);
+        // What the last sync read, or else what the mirror holds of the organization (all of it then replaced).
+        await db.run(`CREATE TEMP TABLE prev_digests AS ${previous
+          ? `SELECT id, digest FROM read_parquet(${sqlLiteral(join(dir, 'digests.parquet'))})`
+          : 'SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS digest WHERE false'}`);
+        await db.run(`CREATE TEMP TABLE changed AS SELECT n.id FROM rs_digests n LEFT JOIN prev_digests p ON p.id = n.id
+          WHERE p.digest IS DISTINCT FROM n.digest`);
+        const heldWorkspaces = previous ? await column(db, 'SELECT id FROM prev_digests') : held!.workspaces;
+        const upstreamWorkspaces = new Set(await column(db, 'SELECT id FROM rs_workspaces'));
+        const heldProjects = previous ? previous.projects : held!.projects;
+        const deletions = [
+          ...heldWorkspaces.filter((id) => !upstreamWorkspaces.has(id)).map((id) => ({ kind: 'workspace', id })),
+          ...Object.keys(heldProjects).filter((id) => !(id in projects)).map((id) => ({ kind: 'project', id })),
+        ];
+        const changedProjects = Object.entries(projects).filter(([id, name]) => heldProjects[id] !== name).map(([id]) => id);
+        upserted = await count('SELECT count(*) FROM changed');
+        deleted = deletions.filter((d) => d.kind === 'workspace').length;
+        const organizationChanged = previous ? previous.organizationId !== organizationId : true;
+        if (upserted > 0 || deletions.length > 0 || changedProjects.length > 0 || organizationChanged) {
+          await db.run(`CREATE TEMP TABLE chosen_projects AS SELECT UNNEST(${changedProjects.length ? `[${changedProjects.map(sqlLiteral).join(', ')}]` : '[]::VARCHAR[]'}) AS id`);
+          await writeRebuilt(db, batch, 'changed', false, deletions);
+          // Projects renamed or new, beside those the changed workspaces use.
+          await db.run(`COPY (SELECT * FROM rs_projects WHERE id IN (SELECT id FROM chosen_projects)
+            OR id IN (SELECT project_id FROM rs_workspaces WHERE id IN (SELECT id FROM changed)) ORDER BY id) TO ${sqlLiteral(join(batch, 'projects.ndjson'))} (FORMAT JSON)`);
+          snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
+        }
+      }
+      const applySeconds = lap() - readSeconds - rebuildSeconds;
+      // Recorded only once applied: a sync that failed midway compares the next one with what is held.
+      const after = await readManifest(dataDir, (await readCurrentId(dataDir))!);
+      mkdirSync(dir, { recursive: true });
+      await db.run(`COPY rs_digests TO ${sqlLiteral(join(dir, 'digests.parquet.new'))} (FORMAT PARQUET)`);
+      renameSync(join(dir, 'digests.parquet.new'), join(dir, 'digests.parquet'));
+      const state: SyncState = { database: after.database!, organizationId, projects };
+      writeFileSync(join(dir, 'state.json.new'), JSON.stringify(state));
+      renameSync(join(dir, 'state.json.new'), join(dir, 'state.json'));
+      return { organization, workspaces, resources, bytes, upserted, deleted, snapshot,
+        seconds: { read: seconds(readSeconds), rebuild: seconds(rebuildSeconds), apply: seconds(applySeconds) } };
+    } finally {
+      db.closeSync();
+      instance.closeSync();
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const column = async (db: import('@duckdb/node-api').DuckDBConnection, sql: string) =>
+  (await db.runAndReadAll(sql)).getRows().map(([v]) => v as string);
+
+/** The previous sync's record, when the mirror still holds what it wrote: no load has replaced the base since. */
+function readState(dir: string, current: Manifest): SyncState | null {
+  const file = join(dir, 'state.json');
+  if (!existsSync(file) || !existsSync(join(dir, 'digests.parquet'))) return null;
+  try {
+    const state = JSON.parse(readFileSync(file, 'utf8')) as SyncState;
+    return state.database === current.database ? state : null;
+  } catch { return null; }
+}
+
+/** The workspaces and projects the current snapshot holds of `organization`, read from its source state. */
+async function heldBy(db: import('@duckdb/node-api').DuckDBConnection, dataDir: string, current: Manifest, organization: string) {
+  const aliases = await attachLayers((sql) => db.run(sql), layerPaths(snapshotPath(dataDir, current.id), current));
+  try {
+    const org = sqlLiteral(organization);
+    return {
+      workspaces: await column(db, `SELECT id FROM ${mergedState(aliases, 'workspaces')} t WHERE t.organization = ${org}`),
+      projects: Object.fromEntries((await db.runAndReadAll(`SELECT id, name FROM ${mergedState(aliases, 'projects')} t WHERE t.organization = ${org}`)).getRows() as [string, string][]),
+    };
+  } finally {
+    for (const alias of aliases) await db.run(`DETACH ${alias}`);
+  }
+}
