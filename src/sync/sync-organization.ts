@@ -66,7 +66,12 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
       ...(opts.backoffMs === undefined ? {} : { backoffMs: opts.backoffMs }) };
     const files: Partial<Record<string, string | null>> = {};
     let bytes = 0;
-    await Promise.all(SYNCED_VIEWS.map(async (view) => {
+    // The workspaces first: a 401 or 404 for them is the organization's, and only once they answered is a
+    // 404 for resources the upstream lacking that view.
+    const [first, ...rest] = SYNCED_VIEWS;
+    bytes += await readViewCsv(organization, first, join(work, `${first}.csv`), read);
+    files[first] = join(work, `${first}.csv`);
+    await Promise.all(rest.map(async (view) => {
       const file = join(work, `${view}.csv`);
       try {
         bytes += await readViewCsv(organization, view, file, read);
