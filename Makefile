@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply clean bench bench-changes bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -86,6 +86,11 @@ cluster-stop:
 apply: build
 	@test -n "$(BATCH)" || { echo "usage: make apply BATCH=<batch directory>"; exit 2; }
 	$(EXPLORER) apply $(BATCH)
+
+# Mirrors organizations from a live Explorer API once (docs/sync.md); the token comes from the environment.
+sync: build
+	@test -n "$(FROM)" -a -n "$(ORGANIZATIONS)" || { echo "usage: make sync FROM=<url> ORGANIZATIONS=<name>[,<name>…]"; exit 2; }
+	$(EXPLORER) sync --from $(FROM) --organization $(ORGANIZATIONS)
 
 clean:
 	rm -rf dist

@@ -1,0 +1,116 @@
+// What the sync tests share: an upstream that is another instance of this service (loaded with a generated
+// source, a token per organization), `explorer sync` run as a user runs it, and the comparison of every
+// route of the synced organizations on mirror and upstream.
+import { expect } from 'chai';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { issueToken } from '../../src/access/tokens.js';
+import { catalogFor } from '../../src/catalog/catalog.js';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { writeSample } from '../../src/sample/sample.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { openStateStore } from '../../src/store/open-store.js';
+import { clientQuery } from './harness.js';
+
+const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
+export const SERVER_ENV = { PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '3600000', DUCKDB_MEMORY_LIMIT: '512MB', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' };
+
+/**
+ * A source or batch as the views carry it whole (docs/sync.md, the round trip's exceptions): timestamps to the
+ * whole second, and no ", " inside a tag or a workspace name (the lists are joined with it).
+ */
+export function mirrorable(dir: string): void {
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.ndjson'))) {
+    const path = join(dir, f);
+    let text = readFileSync(path, 'utf8').replace(/(T\d{2}:\d{2}:\d{2})\.\d+Z/g, '$1Z');
+    if (f === 'workspaces.ndjson') {
+      text = text.split('\n').filter(Boolean).map((line) => {
+        const w = JSON.parse(line);
+        w.name = w.name.replaceAll(', ', ',');
+        if (Array.isArray(w.tags)) w.tags = w.tags.map((t: string) => t.replaceAll(', ', ','));
+        return JSON.stringify(w);
+      }).join('\n') + '\n';
+    }
+    writeFileSync(path, text);
+  }
+}
+
+export interface Upstream { server: RunningServer; dataDir: string; source: string; organizations: string[]; tokens: Map<string, string> }
+
+/** An instance of this service over `dir/up`, serving a generated source made mirrorable, a token per organization. */
+export async function startUpstream(dir: string, sample: { organizations: number; workspaces: number; seed: number }): Promise<Upstream> {
+  const source = join(dir, 'source');
+  await writeSample(source, sample);
+  mirrorable(source);
+  const dataDir = join(dir, 'up');
+  await loadSnapshot(source, { dataDir, memoryLimit: '1GB', label: 'upstream' });
+  const organizations = readFileSync(join(source, 'organizations.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).name as string);
+  const store = await openStateStore(loadConfig({ DATA_DIR: dataDir }));
+  const tokens = new Map<string, string>();
+  for (const org of organizations) tokens.set(org, (await issueToken(store, { kind: 'organization', organization: org, description: 'sync' })).token);
+  await store.close();
+  const server = await startServer(loadConfig({ ...SERVER_ENV, DATA_DIR: dataDir }), silentLogger);
+  return { server, dataDir, source, organizations, tokens };
+}
+
+/** `explorer sync` as a user runs it, the token in the environment. */
+export async function runSync(args: string[], dataDir: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CLI, 'sync', ...args], { env: { ...process.env, DATA_DIR: dataDir, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+/** `explorer sync` left running (with --every), its output gathered as it comes. */
+export function spawnSync(args: string[], dataDir: string, env: Record<string, string>): { child: ChildProcess; out: () => string } {
+  const child = spawn(process.execPath, [CLI, 'sync', ...args], { env: { ...process.env, DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  return { child, out: () => out };
+}
+
+/** Queries of every view (paged, sorted, filtered), its export and a summary. */
+function routes(org: string): string[] {
+  const base = `/api/v2/organizations/${encodeURIComponent(org)}/explorer`;
+  return catalogFor().views.flatMap((view) => {
+    const [first, second] = view.fields;
+    const name = view.identifying[0]!;
+    return [
+      `${base}?type=${view.name}&page%5Bsize%5D=100`,
+      `${base}${clientQuery({ type: view.name, sort: `-${second!.name}`, 'page[size]': '7', 'page[number]': '2' })}`,
+      `${base}${clientQuery({ type: view.name, [`filter[0][${name}][contains][0]`]: 'a', sort: first!.name })}`,
+      `${base}/export/csv?type=${view.name}`,
+      `${base}/summary${clientQuery({ type: view.name, group_by: name, 'page[size]': '100' })}`,
+    ];
+  });
+}
+
+/** Every route of `orgs` answers alike on both (the servers' own addresses and snapshot ids put aside). */
+export async function sameAnswers(upstream: RunningServer, mirror: RunningServer, orgs: string[], tokens: Map<string, string>): Promise<void> {
+  await Promise.all([upstream.snapshots.refresh(), mirror.snapshots.refresh()]);
+  for (const org of orgs) {
+    for (const path of routes(org)) {
+      const get = async (server: RunningServer) => {
+        const res = await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${tokens.get(org)}` } });
+        return { status: res.status, body: (await res.text()).split(server.url).join('<server>').replace(/\d{8}T\d{9}Z-[0-9a-z]+/g, '<snapshot>') };
+      };
+      const [x, y] = await Promise.all([get(upstream), get(mirror)]);
+      expect(x.status, path).to.equal(200);
+      if (y.body !== x.body) {
+        // The first difference, for the message: the bodies are long.
+        let i = 0;
+        while (i < x.body.length && x.body[i] === y.body[i]) i++;
+        expect(y.body.slice(Math.max(0, i - 200), i + 200), path).to.equal(x.body.slice(Math.max(0, i - 200), i + 200));
+      }
+      expect(y, path).to.deep.equal(x);
+    }
+  }
+}
