@@ -7,14 +7,13 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
-import { catalogFor } from '../../src/catalog/catalog.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
-import { clientQuery } from './harness.js';
+import { comparableAnswer, comparedRoutes } from './compare-routes.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 export const SERVER_ENV = { PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '3600000', DUCKDB_MEMORY_LIMIT: '512MB', RATE_LIMIT_MAX: '1000000', RESPONSE_CACHE_MB: '0' };
@@ -77,32 +76,12 @@ export function spawnSync(args: string[], dataDir: string, env: Record<string, s
   return { child, out: () => out };
 }
 
-/** Queries of every view (paged, sorted, filtered), its export and a summary. */
-function routes(org: string): string[] {
-  const base = `/api/v2/organizations/${encodeURIComponent(org)}/explorer`;
-  return catalogFor().views.flatMap((view) => {
-    const [first, second] = view.fields;
-    const name = view.identifying[0]!;
-    return [
-      `${base}?type=${view.name}&page%5Bsize%5D=100`,
-      `${base}${clientQuery({ type: view.name, sort: `-${second!.name}`, 'page[size]': '7', 'page[number]': '2' })}`,
-      `${base}${clientQuery({ type: view.name, [`filter[0][${name}][contains][0]`]: 'a', sort: first!.name })}`,
-      `${base}/export/csv?type=${view.name}`,
-      `${base}/summary${clientQuery({ type: view.name, group_by: name, 'page[size]': '100' })}`,
-    ];
-  });
-}
-
 /** Every route of `orgs` answers alike on both (the servers' own addresses and snapshot ids put aside). */
 export async function sameAnswers(upstream: RunningServer, mirror: RunningServer, orgs: string[], tokens: Map<string, string>): Promise<void> {
   await Promise.all([upstream.snapshots.refresh(), mirror.snapshots.refresh()]);
   for (const org of orgs) {
-    for (const path of routes(org)) {
-      const get = async (server: RunningServer) => {
-        const res = await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${tokens.get(org)}` } });
-        return { status: res.status, body: (await res.text()).split(server.url).join('<server>').replace(/\d{8}T\d{9}Z-[0-9a-z]+/g, '<snapshot>') };
-      };
-      const [x, y] = await Promise.all([get(upstream), get(mirror)]);
+    for (const path of comparedRoutes(org)) {
+      const [x, y] = await Promise.all([comparableAnswer(upstream, path, tokens.get(org)), comparableAnswer(mirror, path, tokens.get(org))]);
       expect(x.status, path).to.equal(200);
       if (y.body !== x.body) {
         // The first difference, for the message: the bodies are long.
