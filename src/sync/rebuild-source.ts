@@ -3,7 +3,7 @@
 // compares with the previous sync's to find what changed. All of it is SQL over the files, streamed: an
 // organization of 2M resources is never held whole in memory.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ident } from '../query/compile.js';
 import { sqlLiteral } from '../snapshots/write/staging.js';
@@ -99,22 +99,19 @@ export async function stageRebuilt(db: DuckDBConnection, organization: string, f
 
 /**
  * Writes the staged records of the workspaces in `chosen` (a relation of one column `id`; every workspace
- * when null) as a source directory, with the organization and the projects the chosen workspaces use (every
- * project, when `allProjects`), and the `deletions` given.
+ * when null) as a source directory, with the organization, the projects `projects` picks (a condition on
+ * rs_projects; every project when null), and the `deletions` given.
  */
-export async function writeRebuilt(db: DuckDBConnection, dir: string, chosen: string | null, allProjects: boolean,
+export async function writeRebuilt(db: DuckDBConnection, dir: string, chosen: string | null, projects: string | null,
   deletions: { kind: string; id?: string; name?: string }[]): Promise<void> {
   const run = (sql: string) => db.run(sql);
   const to = (name: string) => sqlLiteral(join(dir, `${name}.ndjson`));
   const pick = (column: string) => (chosen === null ? 'true' : `${column} IN (SELECT id FROM ${chosen})`);
   await run(`COPY (SELECT * FROM rs_organizations) TO ${to('organizations')} (FORMAT JSON)`);
-  await run(`COPY (SELECT * FROM rs_projects ${allProjects ? '' : `WHERE id IN (SELECT project_id FROM rs_workspaces WHERE ${pick('id')})`} ORDER BY id) TO ${to('projects')} (FORMAT JSON)`);
+  await run(`COPY (SELECT * FROM rs_projects WHERE ${projects ?? 'true'} ORDER BY id) TO ${to('projects')} (FORMAT JSON)`);
   await run(`COPY (SELECT * FROM rs_workspaces WHERE ${pick('id')} ORDER BY id) TO ${to('workspaces')} (FORMAT JSON)`);
   await run(`COPY (SELECT * FROM rs_providers WHERE ${pick('workspace_id')}) TO ${to('workspace_providers')} (FORMAT JSON)`);
   await run(`COPY (SELECT * FROM rs_modules WHERE ${pick('workspace_id')}) TO ${to('workspace_modules')} (FORMAT JSON)`);
   await run(`COPY (SELECT * FROM rs_resources WHERE ${pick('workspace_id')}) TO ${to('workspace_resources')} (FORMAT JSON)`);
-  if (deletions.length > 0) {
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(join(dir, 'deletions.ndjson'), deletions.map((d) => JSON.stringify(d)).join('\n') + '\n');
-  }
+  if (deletions.length > 0) writeFileSync(join(dir, 'deletions.ndjson'), deletions.map((d) => JSON.stringify(d)).join('\n') + '\n');
 }

@@ -104,7 +104,7 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
       let deleted = 0;
       if (!current) {
         // Nothing held yet: the first sync is a load of what it read.
-        await writeRebuilt(db, batch, null, true, []);
+        await writeRebuilt(db, batch, null, null, []);
         snapshot = (await loadSnapshot(batch, { ...opts.writer, label })).manifest.id;
         upserted = workspaces;
       } else {
@@ -128,11 +128,9 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
         deleted = deletions.filter((d) => d.kind === 'workspace').length;
         const organizationChanged = previous ? previous.organizationId !== organizationId : true;
         if (upserted > 0 || deletions.length > 0 || changedProjects.length > 0 || organizationChanged) {
-          await db.run(`CREATE TEMP TABLE chosen_projects AS SELECT UNNEST(${changedProjects.length ? `[${changedProjects.map(sqlLiteral).join(', ')}]` : '[]::VARCHAR[]'}) AS id`);
-          await writeRebuilt(db, batch, 'changed', false, deletions);
           // Projects renamed or new, beside those the changed workspaces use.
-          await db.run(`COPY (SELECT * FROM rs_projects WHERE id IN (SELECT id FROM chosen_projects)
-            OR id IN (SELECT project_id FROM rs_workspaces WHERE id IN (SELECT id FROM changed)) ORDER BY id) TO ${sqlLiteral(join(batch, 'projects.ndjson'))} (FORMAT JSON)`);
+          const renamed = changedProjects.length > 0 ? `id IN (${changedProjects.map(sqlLiteral).join(', ')}) OR ` : '';
+          await writeRebuilt(db, batch, 'changed', `${renamed}id IN (SELECT project_id FROM rs_workspaces WHERE id IN (SELECT id FROM changed))`, deletions);
           snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
         }
       }
