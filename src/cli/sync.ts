@@ -1,6 +1,7 @@
 // `explorer sync --from <url> --organization <names> [--every <duration>] [--label L] [--insecure-http]`:
 // mirrors organizations from a live Explorer API (docs/sync.md). Exit 0 when every organization synced,
 // 1 naming each that failed, 2 for an error of use, before any request.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.js';
 import { Limiter, UpstreamRefusedError } from '../sync/read-views.js';
 import { syncOrganization, type SyncReport } from '../sync/sync-organization.js';
@@ -78,10 +79,8 @@ export async function sync(argv: string[]): Promise<number> {
       await once();
       if (stop.signal.aborted) return 0;
       const wait = Math.max(0, started + every - Date.now());
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, wait);
-        stop.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-      });
+      // Node's own abortable wait: SIGTERM ends it at once.
+      await sleep(wait, undefined, { signal: stop.signal }).catch(() => undefined);
       if (stop.signal.aborted) return 0;
     }
   } finally {

@@ -4,6 +4,7 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Upstream } from './upstream-endpoint.js';
 
@@ -47,13 +48,6 @@ export class Limiter {
   }
 }
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  if (signal?.aborted) { reject(signal.reason); return; }
-  const t = setTimeout(() => { signal?.removeEventListener('abort', stop); resolve(); }, ms);
-  const stop = () => { clearTimeout(t); reject(signal!.reason); };
-  signal?.addEventListener('abort', stop, { once: true });
-});
-
 /** Seconds to wait after a 429: Retry-After (seconds or a date), else X-RateLimit-Reset (seconds), else 1. */
 export function retryAfterMs(headers: Headers, now = Date.now()): number {
   const after = headers.get('retry-after');
@@ -83,9 +77,9 @@ export async function readViewCsv(organization: string, view: SyncedView, file: 
     try {
       return await opts.limiter.run(() => fetchOnce(url, organization, view, file, opts));
     } catch (e) {
-      if (e instanceof RateLimited) { await sleep(e.waitMs, opts.signal); continue; }
+      if (e instanceof RateLimited) { await sleep(e.waitMs, undefined, opts.signal ? { signal: opts.signal } : {}); continue; }
       if (!(e instanceof Retryable) || ++attempt > retries) throw e instanceof Retryable ? new Error(`${view} of ${organization}: ${e.message} (after ${retries + 1} tries)`) : e;
-      await sleep(backoff, opts.signal);
+      await sleep(backoff, undefined, opts.signal ? { signal: opts.signal } : {});
       backoff *= 2;
     }
   }
