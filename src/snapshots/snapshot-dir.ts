@@ -202,6 +202,24 @@ export async function writeManifest(dataDir: string, manifest: Manifest): Promis
   await fsyncPath(dir);
 }
 
+/**
+ * Removes what a snapshot's directory holds that its manifest does not name: the files a compaction replaced
+ * when it was stopped between the switch and their removal. Returns the names removed. Only for a snapshot
+ * no writer is adding files to (an older one, or the current one under the writer lock).
+ */
+export async function removeUnnamed(dataDir: string, manifest: Manifest): Promise<string[]> {
+  const dir = snapshotPath(dataDir, manifest.id);
+  const named = new Set(['manifest.json', 'access.json', ...Object.values(manifest.files)]);
+  for (const name of [manifest.database, manifest.major, manifest.delta, manifest.whole]) if (name) named.add(name);
+  const removed: string[] = [];
+  for (const name of await fs.readdir(dir)) {
+    if (named.has(name)) continue;
+    await fs.rm(join(dir, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
 export async function readManifest(dataDir: string, id: string): Promise<Manifest> {
   return JSON.parse(await fs.readFile(join(snapshotPath(dataDir, id), 'manifest.json'), 'utf8')) as Manifest;
 }

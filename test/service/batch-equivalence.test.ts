@@ -5,7 +5,7 @@
 // of every view, paged, filtered and sorted, exports, snapshots, changes, trends, summaries) must answer the same bytes
 // on both, once snapshot ids and load times are put aside.
 import { expect } from 'chai';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogFor, VIEW_NAMES } from '../../src/catalog/catalog.js';
@@ -13,7 +13,7 @@ import { seededRandom } from '../../src/sample/random.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { type RunningServer } from '../../src/server.js';
-import { listSnapshotIds, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
+import { listSnapshotIds, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
@@ -145,6 +145,13 @@ describe('change batches answer as a full load of the resulting source', functio
           const whole = await readManifest(viaBatches, compacted!.id);
           expect(whole.whole).to.match(/^whole-\d+\.duckdb$/);
           expect([whole.major, whole.delta]).to.deep.equal([undefined, undefined]);
+          // A follower killed after the switch but before the replaced layers went: the next idle pass, with
+          // nothing to compact, removes them.
+          const dir = snapshotPath(viaBatches, whole.id);
+          const named = readdirSync(dir).sort();
+          writeFileSync(join(dir, 'delta.duckdb'), 'left by a kill');
+          expect(await compactLayers(viaBatches, { memoryLimit: '1GB' }), `${step.name}: nothing more to compact`).to.equal(null);
+          expect(readdirSync(dir).sort(), `${step.name}: what the kill left removed`).to.deep.equal(named);
           await a.snapshots.refresh();
           await compare(`${step.name}, layers compacted`);
         }

@@ -12,7 +12,7 @@ import { catalogFor, foldedColumn, SERVING_COLUMNS, VIEW_NAMES } from '../../cat
 import { openInstance } from '../../duckdb/open-instance.js';
 import { ident, storedFoldSql } from '../../query/compile.js';
 import {
-  fsyncPath, listSnapshotIds, readCurrentId, readManifest, snapshotPath, writeManifest, type Manifest,
+  fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, writeManifest, type Manifest,
 } from '../snapshot-dir.js';
 import { sqlLiteral } from './staging.js';
 
@@ -121,13 +121,4 @@ async function compactOne(dataDir: string, manifest: Manifest, opts: CompactOpti
   await step('switched');
   await removeUnnamed(dataDir, compacted);
   await step('removed');
-}
-
-/** Removes the data files a snapshot's manifest no longer names (the full layout a compaction replaced). */
-async function removeUnnamed(dataDir: string, manifest: Manifest): Promise<void> {
-  const dir = snapshotPath(dataDir, manifest.id);
-  const named = new Set(['manifest.json', 'access.json', ...Object.values(manifest.files), ...(manifest.database ? [manifest.database] : [])]);
-  for (const name of await fs.readdir(dir)) {
-    if (!named.has(name)) await fs.rm(join(dir, name), { recursive: true, force: true });
-  }
 }

@@ -23,7 +23,7 @@ import { ident } from '../../query/compile.js';
 import {
   mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
-import { fsyncPath, readCurrentId, readManifest, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
+import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, createViewTable, layerPaths, STORAGE_VERSION } from './build-steps.js';
 import { sqlLiteral } from './staging.js';
@@ -60,7 +60,10 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const id = await readCurrentId(dataDir);
   if (id === null) return null;
   const current = await readManifest(dataDir, id);
-  if (!current.base || !current.database || !hasDeltas(current)) return null;
+  if (!current.base || !current.database || !hasDeltas(current)) {
+    await tidyCurrent(dataDir);
+    return null;
+  }
   const dir = snapshotPath(dataDir, id);
   // Written beside the snapshots, not in the compacted one's directory: batches go on meanwhile, and retention
   // may remove that snapshot before the layer is done.
@@ -172,6 +175,23 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       if (name && name !== file) await fs.rm(join(ontoDir, name), { force: true });
     }
     return { id, organizations: held.length, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
+  } finally {
+    await unlock();
+  }
+}
+
+/**
+ * What a compaction stopped after its switch left in the current snapshot's directory (the replaced layers'
+ * links, or CURRENT not yet written again) is finished here: the files removed, CURRENT written again so that
+ * servers open the manifest that names the whole layer.
+ */
+async function tidyCurrent(dataDir: string): Promise<void> {
+  const unlock = await acquireWriterLock(dataDir, 'compact-layers', { waitMs: 60_000 });
+  try {
+    const id = await readCurrentId(dataDir);
+    const manifest = id === null ? null : await readManifest(dataDir, id).catch(() => null);
+    if (manifest === null || manifest.base === undefined) return;
+    if ((await removeUnnamed(dataDir, manifest)).length > 0) await writeCurrentId(dataDir, manifest.id);
   } finally {
     await unlock();
   }
