@@ -24,9 +24,10 @@ build: install
 	npm run -s build
 
 # The tests start their own redis-server (and Redis Clusters), HAProxy, and drive Debian's chromium
-# (/usr/bin/chromium): each is installed from Debian's packages when missing, so that `make test` works on a
-# fresh machine.
+# (/usr/bin/chromium); openssl makes the private CA a sync over TLS is tested with. Each is installed from
+# Debian's packages when missing, so that `make test` works on a fresh machine.
 test-deps: cluster-deps
+	@command -v openssl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null; }
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 

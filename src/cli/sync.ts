@@ -46,6 +46,8 @@ export async function sync(argv: string[]): Promise<number> {
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError('SYNC_CONCURRENCY must be a whole number ≥ 1');
   const backoffMs = Number(process.env.SYNC_BACKOFF_MS ?? 500);
   if (!Number.isInteger(backoffMs) || backoffMs < 1) throw new UsageError('SYNC_BACKOFF_MS must be a whole number of milliseconds ≥ 1');
+  const idleMs = Number(process.env.SYNC_IDLE_TIMEOUT_MS ?? 60_000);
+  if (!Number.isInteger(idleMs) || idleMs < 1) throw new UsageError('SYNC_IDLE_TIMEOUT_MS must be a whole number of milliseconds ≥ 1');
   const stop = new AbortController();
   const onSignal = () => stop.abort(new Error('stopped'));
   process.once('SIGTERM', onSignal);
@@ -57,7 +59,7 @@ export async function sync(argv: string[]): Promise<number> {
       if (stop.signal.aborted) break;
       try {
         const report = await syncOrganization(organization, {
-          upstream: upstream!, token: credential!.token, limiter, writer: writerOptions(config), signal: stop.signal, backoffMs,
+          upstream: upstream!, token: credential!.token, limiter, writer: writerOptions(config), signal: stop.signal, backoffMs, idleMs,
           ...(label === undefined ? {} : { label }), log: (line) => console.error(line),
         });
         console.log(describe(report));

@@ -5,11 +5,13 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ident } from '../query/compile.js';
+import { catalogFor } from '../catalog/catalog.js';
+import { csvText, ident } from '../query/compile.js';
+import { mergedViewRows } from '../snapshots/delta-layout.js';
 import { sqlLiteral } from '../snapshots/write/staging.js';
 
-/** The view files of one organization, as read from the upstream (resources absent when it has no such view). */
-export interface ViewFiles { workspaces: string; providers: string; modules: string; resources: string | null }
+/** The view files of one organization, as read from the upstream (resources as the mirror holds them when it has no such view). */
+export interface ViewFiles { workspaces: string; providers: string; modules: string; resources: string }
 
 /** The first line of a CSV file: its header, the fields' names. */
 function headerOf(file: string): string[] {
@@ -48,8 +50,8 @@ export async function stageRebuilt(db: DuckDBConnection, organization: string, f
   const engineVersion = field(ws, /^workspace_.+_version$/, 'workspaces');
   const stateVersion = field(ws, /^state_version_.+_version$/, 'workspaces');
   await run(`CREATE TEMP TABLE up_workspaces AS SELECT * FROM ${csv(files.workspaces)}`);
-  await run(`CREATE TEMP TABLE rs_organizations AS SELECT ${sqlLiteral(organization)} AS name, ${files.resources
-    ? `(SELECT max(${v('organization_external_id')}) FROM ${csv(files.resources)})` : 'NULL::VARCHAR'} AS id`);
+  await run(`CREATE TEMP TABLE rs_organizations AS SELECT ${sqlLiteral(organization)} AS name,
+    (SELECT max(${v('organization_external_id')}) FROM ${csv(files.resources)}) AS id`);
   await run(`CREATE TEMP TABLE rs_projects AS SELECT DISTINCT ${v('project_external_id')} AS id, ${sqlLiteral(organization)} AS organization, ${v('project_name')} AS name FROM up_workspaces`);
   await run(`CREATE TEMP TABLE rs_workspaces AS SELECT
       ${v('external_id')} AS id, ${sqlLiteral(organization)} AS organization, ${v('project_external_id')} AS project_id,
@@ -72,21 +74,15 @@ export async function stageRebuilt(db: DuckDBConnection, organization: string, f
       FROM (SELECT *, unnest(string_split(workspaces, ', ')) AS workspace_name FROM ${csv(files[kind])} WHERE ${v('workspaces')} IS NOT NULL) u
       JOIN rs_workspaces w ON w.name = u.workspace_name`);
   }
-  if (files.resources) {
-    const version = field(headerOf(files.resources), /^[a-z0-9]+_version$/, 'resources');
-    // provider_name drops one leading registry.terraform.io/: a two-part namespace/name gets it back.
-    await run(`CREATE TEMP VIEW rs_resources AS SELECT ${v('workspace_external_id')} AS workspace_id, ${v('address')} AS address,
-        ${v('name')} AS name, ${v('provider_type')} AS type,
-        CASE WHEN regexp_full_match(provider_name, '[^/]+/[^/]+') THEN 'registry.terraform.io/' || provider_name ELSE provider_name END AS provider,
-        CASE WHEN module_name = 'root' THEN NULL ELSE ${v('module_name')} END AS module,
-        ${v(version)} AS engine_version, ${bool('billable_rum')} AS billable, ${v('source_id')} AS run_id,
-        ${v('source_updated_at')} AS state_updated_at
-      FROM ${csv(files.resources)}`);
-  } else {
-    await run(`CREATE TEMP VIEW rs_resources AS SELECT NULL::VARCHAR AS workspace_id, NULL::VARCHAR AS address, NULL::VARCHAR AS name,
-      NULL::VARCHAR AS type, NULL::VARCHAR AS provider, NULL::VARCHAR AS module, NULL::VARCHAR AS engine_version, NULL::BOOLEAN AS billable,
-      NULL::VARCHAR AS run_id, NULL::VARCHAR AS state_updated_at WHERE false`);
-  }
+  const version = field(headerOf(files.resources), /^[a-z0-9]+_version$/, 'resources');
+  // provider_name drops one leading registry.terraform.io/: a two-part namespace/name gets it back.
+  await run(`CREATE TEMP VIEW rs_resources AS SELECT ${v('workspace_external_id')} AS workspace_id, ${v('address')} AS address,
+      ${v('name')} AS name, ${v('provider_type')} AS type,
+      CASE WHEN regexp_full_match(provider_name, '[^/]+/[^/]+') THEN 'registry.terraform.io/' || provider_name ELSE provider_name END AS provider,
+      CASE WHEN module_name = 'root' THEN NULL ELSE ${v('module_name')} END AS module,
+      ${v(version)} AS engine_version, ${bool('billable_rum')} AS billable, ${v('source_id')} AS run_id,
+      ${v('source_updated_at')} AS state_updated_at
+    FROM ${csv(files.resources)}`);
   // A digest per workspace over its record and every row of it: each kind's rows combined by XOR of their
   // md5s, which needs no order and no memory beyond one value per workspace (rows of a workspace are distinct).
   const rowsDigest = (table: string) => `SELECT workspace_id, bit_xor(md5_number(CAST(to_json(t) AS VARCHAR))) AS d FROM ${table} t GROUP BY workspace_id`;
@@ -114,4 +110,22 @@ export async function writeRebuilt(db: DuckDBConnection, dir: string, chosen: st
   await run(`COPY (SELECT * FROM rs_modules WHERE ${pick('workspace_id')}) TO ${to('workspace_modules')} (FORMAT JSON)`);
   await run(`COPY (SELECT * FROM rs_resources WHERE ${pick('workspace_id')}) TO ${to('workspace_resources')} (FORMAT JSON)`);
   if (deletions.length > 0) writeFileSync(join(dir, 'deletions.ndjson'), deletions.map((d) => JSON.stringify(d)).join('\n') + '\n');
+}
+
+/**
+ * The resources a snapshot holds of one organization (`layers` attached, its key from the manifest; none
+ * when it holds none), written to `file` as this service's resources export writes them: what a sync reads
+ * in place of an upstream that has no resources view, so that they stay as they are.
+ */
+export async function writeHeldResources(db: DuckDBConnection, layers: readonly string[], organizationKey: number | undefined, file: string): Promise<void> {
+  const fields = catalogFor().view('resources')!.fields;
+  if (layers.length === 0) {
+    writeFileSync(file, `${fields.map((f) => `"${f.name}"`).join(',')}\n`);
+    return;
+  }
+  const rows = organizationKey === undefined
+    ? `(SELECT * FROM ${layers[0]}.${ident('resources')} WHERE false)`
+    : `(SELECT * FROM ${mergedViewRows(layers, 'resources', organizationKey)} t WHERE t."_org_key" = ${Math.trunc(organizationKey)})`;
+  await db.run(`COPY (SELECT ${fields.map((f) => `${csvText(f)} AS ${ident(f.name)}`).join(', ')} FROM ${rows} r)
+    TO ${sqlLiteral(file)} (FORMAT CSV, HEADER, FORCE_QUOTE *)`);
 }

@@ -1,6 +1,7 @@
 // One organization's sync: its views read from the upstream, its source records rebuilt, compared with what
 // the previous sync of it read, and only what changed applied through the one writer as a change batch (the
 // first sync into an empty data directory is a load). docs/sync.md.
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { openInstance } from '../duckdb/open-instance.js';
@@ -11,7 +12,7 @@ import { attachLayers, layerPaths } from '../snapshots/write/build-steps.js';
 import { loadSnapshot } from '../snapshots/write/load.js';
 import { sqlLiteral } from '../snapshots/write/staging.js';
 import { Limiter, readViewCsv, SYNCED_VIEWS, ViewMissingError, type ReadOptions } from './read-views.js';
-import { stageRebuilt, writeRebuilt, type ViewFiles } from './rebuild-source.js';
+import { stageRebuilt, writeHeldResources, writeRebuilt, type ViewFiles } from './rebuild-source.js';
 import type { Upstream } from './upstream-endpoint.js';
 
 export interface SyncOptions {
@@ -24,6 +25,7 @@ export interface SyncOptions {
   signal?: AbortSignal;
   retries?: number;
   backoffMs?: number;
+  idleMs?: number;
   log?: (line: string) => void;
 }
 
@@ -60,12 +62,14 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
   const lap = () => (performance.now() - started) / 1000;
   const seconds = (s: number) => Math.round(s * 100) / 100;
   try {
-    // The views, each by its CSV export, as many at once as the limiter lets.
+    // The views, each by its CSV export (or page by page), as many at once as the limiter lets.
     const read: ReadOptions = { upstream: opts.upstream, token: opts.token, limiter: opts.limiter,
       ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.retries === undefined ? {} : { retries: opts.retries }),
-      ...(opts.backoffMs === undefined ? {} : { backoffMs: opts.backoffMs }) };
-    const files: Partial<Record<string, string | null>> = {};
+      ...(opts.backoffMs === undefined ? {} : { backoffMs: opts.backoffMs }), ...(opts.idleMs === undefined ? {} : { idleMs: opts.idleMs }),
+      ...(opts.log ? { log: opts.log } : {}) };
+    const files = {} as ViewFiles;
     let bytes = 0;
+    let resourcesRead = true;
     // The workspaces first: a 401 or 404 for them is the organization's, and only once they answered is a
     // 404 for resources the upstream lacking that view.
     const [first, ...rest] = SYNCED_VIEWS;
@@ -78,8 +82,8 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
         files[view] = file;
       } catch (e) {
         if (!(e instanceof ViewMissingError)) throw e;
-        opts.log?.(`${organization}: ${e.message}; synced without resources`);
-        files[view] = null;
+        opts.log?.(`${organization}: ${e.message}; its resources stay as the mirror holds them`);
+        resourcesRead = false;
       }
     }));
     const readSeconds = lap();
@@ -87,12 +91,16 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
     const instance = await openInstance(':memory:', { threads: '2', memory_limit: '400MB', temp_directory: join(work, 'spill') });
     const db = await instance.connect();
     try {
-      await stageRebuilt(db, organization, files as unknown as ViewFiles);
-      const count = async (sql: string) => Number((await db.runAndReadAll(sql)).getRows()[0]![0]);
-      const workspaces = await count('SELECT count(*) FROM rs_workspaces');
-      const resources = files.resources ? await count('SELECT count(*) FROM rs_resources') : null;
       const currentId = await readCurrentId(dataDir);
       const current = currentId ? await readManifest(dataDir, currentId) : null;
+      if (!resourcesRead) {
+        files.resources = join(work, 'resources.csv');
+        await withLayers(db, dataDir, current, (layers) => writeHeldResources(db, layers, current?.organizationKeys?.[organization], files.resources));
+      }
+      await stageRebuilt(db, organization, files);
+      const count = async (sql: string) => Number((await db.runAndReadAll(sql)).getRows()[0]![0]);
+      const workspaces = await count('SELECT count(*) FROM rs_workspaces');
+      const resources = resourcesRead ? await count('SELECT count(*) FROM rs_resources') : null;
       const organizationId = (await db.runAndReadAll('SELECT id FROM rs_organizations')).getRows()[0]![0] as string | null;
       const projects = Object.fromEntries((await db.runAndReadAll('SELECT id, name FROM rs_projects')).getRows() as [string, string][]);
       const rebuildSeconds = lap() - readSeconds;
@@ -154,7 +162,7 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
   }
 }
 
-const column = async (db: import('@duckdb/node-api').DuckDBConnection, sql: string) =>
+const column = async (db: DuckDBConnection, sql: string) =>
   (await db.runAndReadAll(sql)).getRows().map(([v]) => v as string);
 
 /** The previous sync's record, when the mirror still holds what it wrote: no load has replaced the base since. */
@@ -167,16 +175,23 @@ function readState(dir: string, current: Manifest): SyncState | null {
   } catch { return null; }
 }
 
-/** The workspaces and projects the current snapshot holds of `organization`, read from its source state. */
-async function heldBy(db: import('@duckdb/node-api').DuckDBConnection, dataDir: string, current: Manifest, organization: string) {
-  const aliases = await attachLayers((sql) => db.run(sql), layerPaths(snapshotPath(dataDir, current.id), current));
+/** `task` with the layers of `current` attached (none when there is no snapshot yet), detached after. */
+async function withLayers<T>(db: DuckDBConnection, dataDir: string, current: Manifest | null, task: (layers: string[]) => Promise<T>): Promise<T> {
+  const layers = current ? await attachLayers((sql) => db.run(sql), layerPaths(snapshotPath(dataDir, current.id), current)) : [];
   try {
+    return await task(layers);
+  } finally {
+    for (const alias of layers) await db.run(`DETACH ${alias}`);
+  }
+}
+
+/** The workspaces and projects the current snapshot holds of `organization`, read from its source state. */
+function heldBy(db: DuckDBConnection, dataDir: string, current: Manifest, organization: string) {
+  return withLayers(db, dataDir, current, async (layers) => {
     const org = sqlLiteral(organization);
     return {
-      workspaces: await column(db, `SELECT id FROM ${mergedState(aliases, 'workspaces')} t WHERE t.organization = ${org}`),
-      projects: Object.fromEntries((await db.runAndReadAll(`SELECT id, name FROM ${mergedState(aliases, 'projects')} t WHERE t.organization = ${org}`)).getRows() as [string, string][]),
+      workspaces: await column(db, `SELECT id FROM ${mergedState(layers, 'workspaces')} t WHERE t.organization = ${org}`),
+      projects: Object.fromEntries((await db.runAndReadAll(`SELECT id, name FROM ${mergedState(layers, 'projects')} t WHERE t.organization = ${org}`)).getRows() as [string, string][]),
     };
-  } finally {
-    for (const alias of aliases) await db.run(`DETACH ${alias}`);
-  }
+  });
 }

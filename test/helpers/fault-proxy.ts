@@ -1,37 +1,56 @@
-// A small HTTP proxy that injects faults in front of a real server: it never answers for the API itself, it
-// only refuses, fails or cuts off what the server answers. `fault(n, path)` picks what the n-th request (from
-// 1) to a path gets.
-import { createServer, type Server } from 'node:http';
+// A small HTTP(S) proxy that injects faults in front of a real server: it never answers for the API itself,
+// it only refuses, fails, stalls or cuts off what the server answers. `fault(n, path)` picks what the n-th
+// request (from 1) to a path gets.
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
-export type Fault = 'pass' | '429' | '503' | 'cut';
+/**
+ * `429` (Retry-After: 1), `503`, `401`, `400` (a JSON:API error naming `type`, as an upstream without that
+ * view answers), `cut` (half the body, then the connection closed), `stall` (the headers, then nothing).
+ */
+export type Fault = 'pass' | '429' | '503' | '401' | '400' | 'cut' | 'stall';
 
 export interface FaultProxy { url: string; seen: Map<string, Fault[]>; close(): Promise<void> }
 
-export async function startFaultProxy(target: string, fault: (n: number, path: string) => Fault): Promise<FaultProxy> {
+const REFUSALS: Partial<Record<Fault, { status: number; headers?: Record<string, string>; body: unknown }>> = {
+  '429': { status: 429, headers: { 'Retry-After': '1' }, body: { errors: [{ status: '429', title: 'Too many requests' }] } },
+  '503': { status: 503, body: { errors: [{ status: '503', title: 'Unavailable' }] } },
+  '401': { status: 401, body: { errors: [{ status: '401', title: 'Unauthorized' }] } },
+  '400': { status: 400, body: { errors: [{ status: '400', title: 'Invalid type', source: { parameter: 'type' } }] } },
+};
+
+/** `tls`: a key and certificate to serve HTTPS with (the test's own CA signed them). */
+export async function startFaultProxy(target: string, fault: (n: number, path: string) => Fault, tls?: { key: string; cert: string }): Promise<FaultProxy> {
   const seen = new Map<string, Fault[]>();
-  const server: Server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
     const faults = seen.get(path) ?? [];
     const f = fault(faults.length + 1, path);
     seen.set(path, [...faults, f]);
-    if (f === '429') { res.writeHead(429, { 'Retry-After': '1', 'Content-Type': 'application/vnd.api+json' }); res.end('{"errors":[{"status":"429"}]}'); return; }
-    if (f === '503') { res.writeHead(503, { 'Content-Type': 'application/vnd.api+json' }); res.end('{"errors":[{"status":"503"}]}'); return; }
-    const upstream = await fetch(`${target}${path}`, { headers: { authorization: req.headers.authorization ?? '' } });
+    const refusal = REFUSALS[f];
+    if (refusal) {
+      res.writeHead(refusal.status, { 'Content-Type': 'application/vnd.api+json', ...refusal.headers });
+      res.end(JSON.stringify(refusal.body));
+      return;
+    }
+    const upstream = await fetch(`${target}${path}`, { headers: { authorization: req.headers.authorization ?? '', accept: req.headers.accept ?? '*/*' } });
     const body = Buffer.from(await upstream.arrayBuffer());
     const headers: Record<string, string> = {};
     upstream.headers.forEach((v, k) => { if (!['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) headers[k] = v; });
     res.writeHead(upstream.status, headers);
+    if (f === 'stall') { res.flushHeaders(); return; }
     if (f === 'cut') {
       // Half the body, chunked, then the connection closed without the last chunk.
       res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
       return;
     }
     res.end(body);
-  });
+  };
+  const server: Server = tls ? createHttpsServer(tls, handle) : createHttpServer(handle);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `${tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`,
     seen,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
