@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -102,6 +102,7 @@ clean:
 bench: build
 	node dist/bench/run.js
 	node dist/bench/changes.js
+	node dist/bench/sync.js
 	node dist/bench/stream.js
 	node dist/bench/cluster.js
 	node dist/bench/history.js
@@ -110,6 +111,11 @@ bench: build
 # The change-batch scenarios K1–K5 (docs/changes.md) on the bench snapshot; writes its batches once.
 bench-changes: build
 	node dist/bench/changes.js
+
+# Y1–Y5 (docs/sync.md §5): `explorer sync` of the largest and a 500-workspace organization from another
+# instance serving the bench snapshot: into an empty DATA_DIR, after 100 workspaces changed, unchanged.
+bench-sync: build
+	node dist/bench/sync.js
 
 # The steady stream S1–S5 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20) beside a full load.
 bench-stream: build
