@@ -1,17 +1,21 @@
 // A small HTTP(S) proxy that injects faults in front of a real server: it never answers for the API itself,
-// it only refuses, fails, stalls or cuts off what the server answers. `fault(n, path)` picks what the n-th
-// request (from 1) to a path gets.
+// it only refuses, fails, delays, stalls or cuts off what the server answers. `fault(n, path)` picks what the
+// n-th request (from 1) to a path gets.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /**
  * `429` (Retry-After: 1), `503`, `401`, `400` (a JSON:API error naming `type`, as an upstream without that
- * view answers), `cut` (half the body, then the connection closed), `stall` (the headers, then nothing).
+ * view answers), `cut` (half the body, then the connection closed), `stall` (the headers, then nothing),
+ * `slow` (the whole answer, a second and a half late).
  */
-export type Fault = 'pass' | '429' | '503' | '401' | '400' | 'cut' | 'stall';
+export type Fault = 'pass' | '429' | '503' | '401' | '400' | 'cut' | 'stall' | 'slow';
 
-export interface FaultProxy { url: string; seen: Map<string, Fault[]>; close(): Promise<void> }
+/** One request as the proxy saw it: when it came and when its answer was sent (ms since the epoch). */
+export interface Seen { path: string; fault: Fault; started: number; ended: number | null }
+
+export interface FaultProxy { url: string; seen: Map<string, Fault[]>; requests: Seen[]; close(): Promise<void> }
 
 const REFUSALS: Partial<Record<Fault, { status: number; headers?: Record<string, string>; body: unknown }>> = {
   '429': { status: 429, headers: { 'Retry-After': '1' }, body: { errors: [{ status: '429', title: 'Too many requests' }] } },
@@ -23,11 +27,16 @@ const REFUSALS: Partial<Record<Fault, { status: number; headers?: Record<string,
 /** `tls`: a key and certificate to serve HTTPS with (the test's own CA signed them). */
 export async function startFaultProxy(target: string, fault: (n: number, path: string) => Fault, tls?: { key: string; cert: string }): Promise<FaultProxy> {
   const seen = new Map<string, Fault[]>();
+  const requests: Seen[] = [];
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
     const faults = seen.get(path) ?? [];
     const f = fault(faults.length + 1, path);
     seen.set(path, [...faults, f]);
+    const request: Seen = { path, fault: f, started: Date.now(), ended: null };
+    requests.push(request);
+    res.once('finish', () => { request.ended = Date.now(); });
+    if (f === 'slow') await new Promise((r) => setTimeout(r, 1500));
     const refusal = REFUSALS[f];
     if (refusal) {
       res.writeHead(refusal.status, { 'Content-Type': 'application/vnd.api+json', ...refusal.headers });
@@ -52,6 +61,7 @@ export async function startFaultProxy(target: string, fault: (n: number, path: s
   return {
     url: `${tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`,
     seen,
+    requests,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }

@@ -163,10 +163,12 @@ describe('explorer sync through faults', function () {
     }
   });
 
-  it('--every follows changes upstream, one run at a time, and stops cleanly on SIGTERM', async () => {
+  it('--every follows changes upstream, never starts a run before the previous one ended, and stops cleanly on SIGTERM', async () => {
     const org = up.organizations[0]!;
     const down = join(dir, 'every');
-    const { child, out } = spawnSync(['--from', up.server.url, '--organization', org, '--every', '1s'], down, { EXPLORER_SYNC_TOKEN: up.tokens.get(org)! });
+    // Each run's workspaces export comes late, so that a run takes longer than --every's second.
+    const proxy = await startFaultProxy(up.server.url, (_n, path) => (isExport(path) && typeOf(path) === 'workspaces' ? 'slow' : 'pass'));
+    const { child, out } = spawnSync(['--from', proxy.url, '--organization', org, '--every', '1s'], down, { EXPLORER_SYNC_TOKEN: up.tokens.get(org)! });
     const waitFor = async (test: () => boolean, what: string) => {
       for (const end = Date.now() + 60_000; !test();) {
         if (Date.now() > end || child.exitCode !== null) throw new Error(`${what}: ${out()}`);
@@ -187,5 +189,13 @@ describe('explorer sync through faults', function () {
     }
     const code = await new Promise<number | null>((r) => { if (child.exitCode !== null) r(child.exitCode); else child.once('exit', (c) => r(c)); });
     expect(code, out()).to.equal(0);
+    await proxy.close();
+    // A run starts with its workspaces export: every request before it had been answered by then.
+    const starts = proxy.requests.filter((r) => r.fault === 'slow');
+    expect(starts.length, 'runs').to.be.at.least(3);
+    for (const start of starts.slice(1)) {
+      const earlier = proxy.requests.filter((r) => r.started < start.started);
+      for (const r of earlier) expect(r.ended, `${r.path} answered before the next run`).to.be.a('number').and.at.most(start.started);
+    }
   });
 });
