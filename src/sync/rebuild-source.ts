@@ -41,7 +41,7 @@ const bool = (column: string, alias = '') => `CAST(${v(column, alias)} AS BOOLEA
 /**
  * Stages the organization's source records in `db` as tables: `rs_organizations`, `rs_projects`,
  * `rs_workspaces`, `rs_providers`, `rs_modules` (the workspaces, providers and modules are small beside
- * resources), and the view `rs_resources` over the resources export; and `rs_digests (id, digest)`, one per
+ * resources), and the view `rs_resources` over the resources export; and `rs_digests (id, hi, lo)`, one per
  * workspace over every record of it.
  */
 export async function stageRebuilt(db: DuckDBConnection, organization: string, files: ViewFiles): Promise<void> {
@@ -83,14 +83,15 @@ export async function stageRebuilt(db: DuckDBConnection, organization: string, f
       ${v(version)} AS engine_version, ${bool('billable_rum')} AS billable, ${v('source_id')} AS run_id,
       ${v('source_updated_at')} AS state_updated_at
     FROM ${csv(files.resources)}`);
-  // A digest per workspace over its record and every row of it: each kind's rows combined by XOR of their
-  // md5s, which needs no order and no memory beyond one value per workspace (rows of a workspace are distinct).
-  const rowsDigest = (table: string) => `SELECT workspace_id, bit_xor(md5_number(CAST(to_json(t) AS VARCHAR))) AS d FROM ${table} t GROUP BY workspace_id`;
-  await run(`CREATE TEMP TABLE rs_digests AS SELECT w.id, md5(concat_ws(chr(10), CAST(to_json(w) AS VARCHAR),
-      CAST(p.d AS VARCHAR), CAST(m.d AS VARCHAR), CAST(r.d AS VARCHAR))) AS digest
-    FROM rs_workspaces w LEFT JOIN (${rowsDigest('rs_providers')}) p ON p.workspace_id = w.id
-      LEFT JOIN (${rowsDigest('rs_modules')}) m ON m.workspace_id = w.id
-      LEFT JOIN (${rowsDigest('rs_resources')}) r ON r.workspace_id = w.id`);
+  // A digest per workspace over its record and every row of it: the md5 of each record's JSON (tagged with
+  // its kind, so that a provider row and a module row alike do not cancel), combined by XOR, which needs no
+  // order and no memory beyond one value per workspace (rows of a workspace are distinct). Kept as two
+  // 64-bit halves: Parquet has no 128-bit integer, and a 128-bit integer's text costs more than its md5.
+  const rows = (kind: string, table: string, id: string) => `SELECT ${id} AS id, md5_number(${sqlLiteral(kind)} || CAST(to_json(t) AS VARCHAR)) AS n FROM ${table} t`;
+  await run(`CREATE TEMP TABLE rs_digests AS SELECT id, CAST(d >> 64 AS UBIGINT) AS hi, CAST(d & 18446744073709551615::UHUGEINT AS UBIGINT) AS lo
+    FROM (SELECT id, bit_xor(n) AS d FROM (${rows('w', 'rs_workspaces', 'id')} UNION ALL ${rows('p', 'rs_providers', 'workspace_id')}
+      UNION ALL ${rows('m', 'rs_modules', 'workspace_id')} UNION ALL ${rows('r', 'rs_resources', 'workspace_id')}) GROUP BY id)
+    WHERE id IN (SELECT id FROM rs_workspaces)`);
 }
 
 /**

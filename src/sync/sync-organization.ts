@@ -3,7 +3,7 @@
 // first sync into an empty data directory is a load). docs/sync.md.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { openInstance } from '../duckdb/open-instance.js';
 import { mergedState } from '../snapshots/delta-layout.js';
 import { readCurrentId, readManifest, snapshotPath, type Manifest } from '../snapshots/snapshot-dir.js';
@@ -88,77 +88,101 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
     }));
     const readSeconds = lap();
 
-    const instance = await openInstance(':memory:', { threads: '2', memory_limit: '400MB', temp_directory: join(work, 'spill') });
-    const db = await instance.connect();
-    try {
-      const currentId = await readCurrentId(dataDir);
-      const current = currentId ? await readManifest(dataDir, currentId) : null;
-      if (!resourcesRead) {
-        files.resources = join(work, 'resources.csv');
-        await withLayers(db, dataDir, current, (layers) => writeHeldResources(db, layers, current?.organizationKeys?.[organization], files.resources));
-      }
-      await stageRebuilt(db, organization, files);
-      const count = async (sql: string) => Number((await db.runAndReadAll(sql)).getRows()[0]![0]);
-      const workspaces = await count('SELECT count(*) FROM rs_workspaces');
-      const resources = resourcesRead ? await count('SELECT count(*) FROM rs_resources') : null;
-      const organizationId = (await db.runAndReadAll('SELECT id FROM rs_organizations')).getRows()[0]![0] as string | null;
-      const projects = Object.fromEntries((await db.runAndReadAll('SELECT id, name FROM rs_projects')).getRows() as [string, string][]);
-      const rebuildSeconds = lap() - readSeconds;
-      const batch = join(work, 'batch');
-      mkdirSync(batch);
-      const label = opts.label ?? `sync ${opts.upstream.host} ${organization}`;
-      let snapshot: string | null = null;
-      let upserted = 0;
-      let deleted = 0;
-      if (!current) {
-        // Nothing held yet: the first sync is a load of what it read.
-        await writeRebuilt(db, batch, null, null, []);
-        snapshot = (await loadSnapshot(batch, { ...opts.writer, label })).manifest.id;
-        upserted = workspaces;
-      } else {
-        const previous = readState(dir, current);
-        const held = previous ? null : await heldBy(db, dataDir, current, organization);
-        // What the last sync read, or else what the mirror holds of the organization (all of it then replaced).
-        await db.run(`CREATE TEMP TABLE prev_digests AS ${previous
-          ? `SELECT id, digest FROM read_parquet(${sqlLiteral(join(dir, 'digests.parquet'))})`
-          : 'SELECT NULL::VARCHAR AS id, NULL::VARCHAR AS digest WHERE false'}`);
-        await db.run(`CREATE TEMP TABLE changed AS SELECT n.id FROM rs_digests n LEFT JOIN prev_digests p ON p.id = n.id
-          WHERE p.digest IS DISTINCT FROM n.digest`);
-        const heldWorkspaces = previous ? await column(db, 'SELECT id FROM prev_digests') : held!.workspaces;
-        const upstreamWorkspaces = new Set(await column(db, 'SELECT id FROM rs_workspaces'));
-        const heldProjects = previous ? previous.projects : held!.projects;
-        const deletions = [
-          ...heldWorkspaces.filter((id) => !upstreamWorkspaces.has(id)).map((id) => ({ kind: 'workspace', id })),
-          ...Object.keys(heldProjects).filter((id) => !(id in projects)).map((id) => ({ kind: 'project', id })),
-        ];
-        const changedProjects = Object.entries(projects).filter(([id, name]) => heldProjects[id] !== name).map(([id]) => id);
-        upserted = await count('SELECT count(*) FROM changed');
-        deleted = deletions.filter((d) => d.kind === 'workspace').length;
-        const organizationChanged = previous ? previous.organizationId !== organizationId : true;
-        if (upserted > 0 || deletions.length > 0 || changedProjects.length > 0 || organizationChanged) {
-          // Projects renamed or new, beside those the changed workspaces use.
-          const renamed = changedProjects.length > 0 ? `id IN (${changedProjects.map(sqlLiteral).join(', ')}) OR ` : '';
-          await writeRebuilt(db, batch, 'changed', `${renamed}id IN (SELECT project_id FROM rs_workspaces WHERE id IN (SELECT id FROM changed))`, deletions);
-          snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
-        }
-      }
-      const applySeconds = lap() - readSeconds - rebuildSeconds;
-      // Recorded only once applied: a sync that failed midway compares the next one with what is held.
-      const after = await readManifest(dataDir, (await readCurrentId(dataDir))!);
-      mkdirSync(dir, { recursive: true });
-      await db.run(`COPY rs_digests TO ${sqlLiteral(join(dir, 'digests.parquet.new'))} (FORMAT PARQUET)`);
-      renameSync(join(dir, 'digests.parquet.new'), join(dir, 'digests.parquet'));
-      const state: SyncState = { database: after.database!, organizationId, projects };
-      writeFileSync(join(dir, 'state.json.new'), JSON.stringify(state));
-      renameSync(join(dir, 'state.json.new'), join(dir, 'state.json'));
-      return { organization, workspaces, resources, bytes, upserted, deleted, snapshot,
-        seconds: { read: seconds(readSeconds), rebuild: seconds(rebuildSeconds), apply: seconds(applySeconds) } };
-    } finally {
-      db.closeSync();
-      instance.closeSync();
-    }
+    const currentId = await readCurrentId(dataDir);
+    const current = currentId ? await readManifest(dataDir, currentId) : null;
+    const batch = join(work, 'batch');
+    const plan = await planSync(organization, dataDir, dir, current, files, resourcesRead, batch, join(work, 'digests.parquet'), join(work, 'spill'));
+    const rebuildSeconds = lap() - readSeconds;
+    // Written with the rebuild's database closed: the writer's memory is the sync's only large part.
+    const label = opts.label ?? `sync ${opts.upstream.host} ${organization}`;
+    let snapshot: string | null = null;
+    if (plan.write === 'load') snapshot = (await loadSnapshot(batch, { ...opts.writer, label })).manifest.id;
+    if (plan.write === 'batch') snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
+    const applySeconds = lap() - readSeconds - rebuildSeconds;
+    // Recorded only once applied: a sync that failed midway compares the next one with what is held.
+    const after = await readManifest(dataDir, (await readCurrentId(dataDir))!);
+    mkdirSync(dir, { recursive: true });
+    renameSync(join(work, 'digests.parquet'), join(dir, 'digests.parquet'));
+    const state: SyncState = { database: after.database!, organizationId: plan.organizationId, projects: plan.projects };
+    writeFileSync(join(dir, 'state.json.new'), JSON.stringify(state));
+    renameSync(join(dir, 'state.json.new'), join(dir, 'state.json'));
+    return { organization, workspaces: plan.workspaces, resources: plan.resources, bytes, upserted: plan.upserted, deleted: plan.deleted, snapshot,
+      seconds: { read: seconds(readSeconds), rebuild: seconds(rebuildSeconds), apply: seconds(applySeconds) } };
   } finally {
     rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** What a sync found, and what it wrote for the writer to apply. */
+interface SyncPlan {
+  /** A load of `batch` (nothing held yet), a change batch in it, or nothing to write. */
+  write: 'load' | 'batch' | null;
+  workspaces: number;
+  resources: number | null;
+  upserted: number;
+  deleted: number;
+  organizationId: string | null;
+  projects: Record<string, string>;
+}
+
+/**
+ * Rebuilds the organization's source records from the view files, compares them with what the previous sync
+ * read (or with what the mirror holds), and writes what changed as a source or batch directory into `batch`,
+ * and the new digests to `digests`; `dir` holds what the previous sync recorded. Its database is closed when it
+ * returns.
+ */
+async function planSync(organization: string, dataDir: string, dir: string, current: Manifest | null, files: ViewFiles, resourcesRead: boolean,
+  batch: string, digests: string, spill: string): Promise<SyncPlan> {
+  const instance = await openInstance(':memory:', { threads: '2', memory_limit: '400MB', temp_directory: spill });
+  const db = await instance.connect();
+  try {
+    if (!resourcesRead) {
+      files.resources = join(dirname(batch), 'held-resources.csv');
+      await withLayers(db, dataDir, current, (layers) => writeHeldResources(db, layers, current?.organizationKeys?.[organization], files.resources));
+    }
+    await stageRebuilt(db, organization, files);
+    await db.run(`COPY rs_digests TO ${sqlLiteral(digests)} (FORMAT PARQUET)`);
+    const count = async (sql: string) => Number((await db.runAndReadAll(sql)).getRows()[0]![0]);
+    const workspaces = await count('SELECT count(*) FROM rs_workspaces');
+    const found = {
+      workspaces,
+      resources: resourcesRead ? await count('SELECT count(*) FROM rs_resources') : null,
+      organizationId: (await db.runAndReadAll('SELECT id FROM rs_organizations')).getRows()[0]![0] as string | null,
+      projects: Object.fromEntries((await db.runAndReadAll('SELECT id, name FROM rs_projects')).getRows() as [string, string][]),
+    };
+    mkdirSync(batch);
+    if (!current) {
+      // Nothing held yet: the first sync is a load of what it read.
+      await writeRebuilt(db, batch, null, null, []);
+      return { ...found, write: 'load', upserted: workspaces, deleted: 0 };
+    }
+    const previous = readState(dir, current);
+    const held = previous ? null : await heldBy(db, dataDir, current, organization);
+    // What the last sync read, or else what the mirror holds of the organization (all of it then replaced).
+    await db.run(`CREATE TEMP TABLE prev_digests AS ${previous
+      ? `SELECT id, hi, lo FROM read_parquet(${sqlLiteral(join(dir, 'digests.parquet'))})`
+      : 'SELECT NULL::VARCHAR AS id, NULL::UBIGINT AS hi, NULL::UBIGINT AS lo WHERE false'}`);
+    await db.run(`CREATE TEMP TABLE changed AS SELECT n.id FROM rs_digests n LEFT JOIN prev_digests p ON p.id = n.id
+      WHERE p.hi IS DISTINCT FROM n.hi OR p.lo IS DISTINCT FROM n.lo`);
+    const heldWorkspaces = previous ? await column(db, 'SELECT id FROM prev_digests') : held!.workspaces;
+    const upstreamWorkspaces = new Set(await column(db, 'SELECT id FROM rs_workspaces'));
+    const heldProjects = previous ? previous.projects : held!.projects;
+    const deletions = [
+      ...heldWorkspaces.filter((id) => !upstreamWorkspaces.has(id)).map((id) => ({ kind: 'workspace', id })),
+      ...Object.keys(heldProjects).filter((id) => !(id in found.projects)).map((id) => ({ kind: 'project', id })),
+    ];
+    const changedProjects = Object.entries(found.projects).filter(([id, name]) => heldProjects[id] !== name).map(([id]) => id);
+    const upserted = await count('SELECT count(*) FROM changed');
+    const deleted = deletions.filter((d) => d.kind === 'workspace').length;
+    const organizationChanged = previous ? previous.organizationId !== found.organizationId : true;
+    if (upserted === 0 && deletions.length === 0 && changedProjects.length === 0 && !organizationChanged) return { ...found, write: null, upserted, deleted };
+    // Projects renamed or new, beside those the changed workspaces use.
+    const renamed = changedProjects.length > 0 ? `id IN (${changedProjects.map(sqlLiteral).join(', ')}) OR ` : '';
+    await writeRebuilt(db, batch, 'changed', `${renamed}id IN (SELECT project_id FROM rs_workspaces WHERE id IN (SELECT id FROM changed))`, deletions);
+    return { ...found, write: 'batch', upserted, deleted };
+  } finally {
+    db.closeSync();
+    instance.closeSync();
   }
 }
 
