@@ -16,7 +16,7 @@ export async function migrate(argv: string[]): Promise<number> {
   try {
     const r = await migrateState(from, to);
     for (const c of r.conflicts) console.error(`conflict: ${c}`);
-    console.log(`migrated ${r.tokens} tokens and ${r.views} saved views to Redis (${r.skipped} already there, ${r.conflicts.length} conflicts)`);
+    console.log(`migrated ${r.tokens} tokens, ${r.views} saved views and ${r.configurations} notification configurations to Redis (${r.skipped} already there, ${r.conflicts.length} conflicts)`);
     return r.conflicts.length > 0 ? 1 : 0;
   } finally {
     await from.close();

@@ -7,8 +7,8 @@ import { link, mkdir, open, readFile, rename, stat, unlink, writeFile, type File
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  NameTakenError, StoreCorruptError, StoreUnavailableError,
-  type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreCorruptError, StoreUnavailableError, TooManyConfigurationsError,
+  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
 } from './state-store.js';
 
 const FORMAT_VERSION = 1;
@@ -18,7 +18,9 @@ type JournalRecord =
   | { v: 1; kind: 'put-token'; token: TokenRecord }
   | { v: 1; kind: 'del-token'; id: string }
   | { v: 1; kind: 'put-view'; view: SavedView }
-  | { v: 1; kind: 'del-view'; organization: string; id: string };
+  | { v: 1; kind: 'del-view'; organization: string; id: string }
+  | { v: 1; kind: 'put-nc'; configuration: NotificationConfiguration }
+  | { v: 1; kind: 'del-nc'; organization: string; viewId: string; id: string };
 
 export interface JournalStoreOptions {
   /** Compact once the journal holds more records than this and most are dead (tests lower it). */
@@ -36,6 +38,7 @@ const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const isStr = (x: unknown): x is string => typeof x === 'string';
+const viewKey = (organization: string, viewId: string) => `${organization}\n${viewId}`;
 const byCreation = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
@@ -50,6 +53,10 @@ function invalidity(rec: unknown): string | undefined {
       return isObj(rec.view) && isStr(rec.view.id) && isStr(rec.view.organization) && isStr(rec.view.name)
         ? undefined : 'put-view without view.id, view.organization or view.name';
     case 'del-view': return isStr(rec.id) && isStr(rec.organization) ? undefined : 'del-view without id or organization';
+    case 'put-nc':
+      return isObj(rec.configuration) && isStr(rec.configuration.id) && isStr(rec.configuration.organization) && isStr(rec.configuration.viewId)
+        ? undefined : 'put-nc without configuration.id, configuration.organization or configuration.viewId';
+    case 'del-nc': return isStr(rec.id) && isStr(rec.organization) && isStr(rec.viewId) ? undefined : 'del-nc without id, organization or viewId';
     default: return `unknown record kind ${JSON.stringify(rec.kind)}`;
   }
 }
@@ -81,6 +88,9 @@ export class JournalStore implements StateStore {
   private tokens = new Map<string, TokenRecord>();
   private views = new Map<string, Map<string, SavedView>>();
   private viewCount = 0;
+  /** Notification configurations by `<organization>\n<view id>`, then id. */
+  private configurations = new Map<string, Map<string, NotificationConfiguration>>();
+  private configurationCount = 0;
   private closed = false;
   private broken: string | undefined;
 
@@ -181,6 +191,45 @@ export class JournalStore implements StateStore {
     });
   }
 
+  async listNotificationConfigurations(organization: string, viewId: string): Promise<NotificationConfiguration[]> {
+    await this.refresh();
+    return [...(this.configurations.get(viewKey(organization, viewId))?.values() ?? [])].sort(byCreation).map((c) => structuredClone(c));
+  }
+
+  async getNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {
+    await this.refresh();
+    const c = this.configurations.get(viewKey(organization, viewId))?.get(id);
+    return c && structuredClone(c);
+  }
+
+  async createNotificationConfiguration(configuration: NotificationConfiguration): Promise<NotificationConfiguration | undefined> {
+    return this.mutate(async () => {
+      if (!this.views.get(configuration.organization)?.has(configuration.viewId)) return undefined;
+      const held = this.configurations.get(viewKey(configuration.organization, configuration.viewId));
+      if (held?.has(configuration.id)) throw new Error(`notification configuration id ${configuration.id} already exists`);
+      if ((held?.size ?? 0) >= MAX_CONFIGURATIONS_PER_VIEW) throw new TooManyConfigurationsError();
+      await this.append({ v: 1, kind: 'put-nc', configuration });
+      return structuredClone(configuration);
+    });
+  }
+
+  async updateNotificationConfiguration(configuration: NotificationConfiguration): Promise<NotificationConfiguration | undefined> {
+    return this.mutate(async () => {
+      if (!this.configurations.get(viewKey(configuration.organization, configuration.viewId))?.has(configuration.id)) return undefined;
+      await this.append({ v: 1, kind: 'put-nc', configuration });
+      return structuredClone(configuration);
+    });
+  }
+
+  async deleteNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {
+    return this.mutate(async () => {
+      const current = this.configurations.get(viewKey(organization, viewId))?.get(id);
+      if (!current) return undefined;
+      await this.append({ v: 1, kind: 'del-nc', organization, viewId, id });
+      return structuredClone(current);
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -238,7 +287,7 @@ export class JournalStore implements StateStore {
           await this.catchUp();
           await this.dropTornTail(); // otherwise our line would be glued onto the torn one
           const result = await body();
-          const dead = this.lines - this.tokens.size - this.viewCount;
+          const dead = this.lines - this.tokens.size - this.viewCount - this.configurationCount;
           if (this.lines > this.compactAfter && dead > this.lines / 2) await this.compact();
           return result;
         });
@@ -266,9 +315,10 @@ export class JournalStore implements StateStore {
     this.fh = await open(this.file, 'a+'); // O_APPEND: every write lands at the end, whoever else appends
     const st = await this.fh.stat({ bigint: true });
     this.ino = st.ino;
-    this.applied = this.lines = this.tail = this.viewCount = 0;
+    this.applied = this.lines = this.tail = this.viewCount = this.configurationCount = 0;
     this.tokens = new Map();
     this.views = new Map();
+    this.configurations = new Map();
     await this.readFrom(Number(st.size));
   }
 
@@ -320,6 +370,25 @@ export class JournalStore implements StateStore {
         const org = this.views.get(rec.organization);
         if (org?.delete(rec.id)) this.viewCount -= 1;
         if (org?.size === 0) this.views.delete(rec.organization);
+        // A view's notification configurations go with it.
+        const key = viewKey(rec.organization, rec.id);
+        this.configurationCount -= this.configurations.get(key)?.size ?? 0;
+        this.configurations.delete(key);
+        break;
+      }
+      case 'put-nc': {
+        const key = viewKey(rec.configuration.organization, rec.configuration.viewId);
+        let held = this.configurations.get(key);
+        if (!held) this.configurations.set(key, (held = new Map()));
+        if (!held.has(rec.configuration.id)) this.configurationCount += 1;
+        held.set(rec.configuration.id, rec.configuration);
+        break;
+      }
+      case 'del-nc': {
+        const key = viewKey(rec.organization, rec.viewId);
+        const held = this.configurations.get(key);
+        if (held?.delete(rec.id)) this.configurationCount -= 1;
+        if (held?.size === 0) this.configurations.delete(key);
         break;
       }
     }
@@ -364,6 +433,8 @@ export class JournalStore implements StateStore {
       ...[...this.tokens.values()].sort(byCreation).map((token) => ({ v: 1, kind: 'put-token', token }) as const),
       ...[...this.views.values()].flatMap((org) => [...org.values()]).sort(byCreation)
         .map((view) => ({ v: 1, kind: 'put-view', view }) as const),
+      ...[...this.configurations.values()].flatMap((held) => [...held.values()]).sort(byCreation)
+        .map((configuration) => ({ v: 1, kind: 'put-nc', configuration }) as const),
     ];
     const text = records.map((r) => { const json = JSON.stringify(r); return `${checksum(json)} ${json}\n`; }).join('');
     try {

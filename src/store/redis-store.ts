@@ -7,13 +7,15 @@
 //   P views:<org>            sorted set of view ids, score = created-at (ms), ties by id
 //   P view-names:<org>       hash name → id (uniqueness)
 //   P view-orgs              set of organizations that have had views
+//   P ncs:<org>:<view id>    hash id → a notification configuration as JSON (a view's, at most 20)
 // On a Redis Cluster a script may touch keys of one slot only, so the keys carry hash tags: the token keys
 // share `{tokens}` (P token:{tokens}:<id>, P tokens:{tokens}) and an organization's view keys `{<org>}`
-// (P view:{<org>}:<id>, P views:{<org>}, P view-names:{<org>}); `view-orgs` is added to on its own.
+// (P view:{<org>}:<id>, P views:{<org>}, P view-names:{<org>}, P ncs:{<org>}:<view id>); `view-orgs` is
+// added to on its own.
 import type { Cluster, Redis } from 'ioredis';
 import {
-  NameTakenError, StoreUnavailableError,
-  type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreUnavailableError, TooManyConfigurationsError,
+  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
 } from './state-store.js';
 
 const CREATE_VIEW = `
@@ -44,7 +46,27 @@ local name = redis.call('HGET', KEYS[1], 'name')
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('HGET', KEYS[3], name) == ARGV[1] then redis.call('HDEL', KEYS[3], name) end
+redis.call('DEL', KEYS[4])
 return view`;
+
+// A configuration only under a view that exists, and at most ARGV[3] of them.
+const CREATE_NC = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NO_VIEW' end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 'ID_TAKEN' end
+if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return 'TOO_MANY' end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 'OK'`;
+
+const UPDATE_NC = `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 'MISSING' end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'OK'`;
+
+const DELETE_NC = `
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if not held then return nil end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return held`;
 
 const PUT_TOKEN = `
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
@@ -99,6 +121,7 @@ export class RedisStateStore implements StateStore {
   private readonly k: {
     token: (id: string) => string; tokens: () => string;
     view: (org: string, id: string) => string; views: (org: string) => string; names: (org: string) => string; orgs: () => string;
+    configurations: (org: string, viewId: string) => string;
   };
 
   // ioredis types one Redis and a cluster apart; the commands used here are the same on both.
@@ -112,6 +135,7 @@ export class RedisStateStore implements StateStore {
     this.k = {
       token: (id) => `${prefix}token${tokenSlot}:${id}`, tokens: () => `${prefix}tokens${tokenSlot}`,
       view: (org, id) => `${prefix}view:${tag(org)}:${id}`, views: (org) => `${prefix}views:${tag(org)}`, names: (org) => `${prefix}view-names:${tag(org)}`, orgs: () => `${prefix}view-orgs`,
+      configurations: (org, viewId) => `${prefix}ncs:${tag(org)}:${viewId}`,
     };
   }
 
@@ -119,7 +143,7 @@ export class RedisStateStore implements StateStore {
     try {
       return await op();
     } catch (e) {
-      if (e instanceof NameTakenError || e instanceof StoreUnavailableError) throw e;
+      if (e instanceof NameTakenError || e instanceof StoreUnavailableError || e instanceof TooManyConfigurationsError) throw e;
       throw new StoreUnavailableError(`Redis: ${(e as Error).message}`);
     }
   }
@@ -228,8 +252,39 @@ export class RedisStateStore implements StateStore {
   }
 
   async deleteView(organization: string, id: string): Promise<SavedView | undefined> {
-    const flat = await this.call(() => this.write<string[] | null>(DELETE_VIEW, [this.k.view(organization, id), this.k.views(organization), this.k.names(organization)], [id]));
+    const flat = await this.call(() => this.write<string[] | null>(DELETE_VIEW,
+      [this.k.view(organization, id), this.k.views(organization), this.k.names(organization), this.k.configurations(organization, id)], [id]));
     return flat ? toView(organization, pairs(flat)) : undefined;
+  }
+
+  async listNotificationConfigurations(organization: string, viewId: string): Promise<NotificationConfiguration[]> {
+    const held = await this.call(() => this.redis.hvals(this.k.configurations(organization, viewId)));
+    return held.map((json) => JSON.parse(json) as NotificationConfiguration)
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  }
+
+  async getNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {
+    const json = await this.call(() => this.redis.hget(this.k.configurations(organization, viewId), id));
+    return json === null ? undefined : (JSON.parse(json) as NotificationConfiguration);
+  }
+
+  async createNotificationConfiguration(c: NotificationConfiguration): Promise<NotificationConfiguration | undefined> {
+    const result = await this.call(() => this.write<string>(CREATE_NC, [this.k.view(c.organization, c.viewId), this.k.configurations(c.organization, c.viewId)],
+      [c.id, JSON.stringify(c), MAX_CONFIGURATIONS_PER_VIEW]));
+    if (result === 'NO_VIEW') return undefined;
+    if (result === 'TOO_MANY') throw new TooManyConfigurationsError();
+    if (result === 'ID_TAKEN') throw new Error(`a notification configuration with id ${c.id} already exists`);
+    return structuredClone(c);
+  }
+
+  async updateNotificationConfiguration(c: NotificationConfiguration): Promise<NotificationConfiguration | undefined> {
+    const result = await this.call(() => this.write<string>(UPDATE_NC, [this.k.configurations(c.organization, c.viewId)], [c.id, JSON.stringify(c)]));
+    return result === 'MISSING' ? undefined : structuredClone(c);
+  }
+
+  async deleteNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {
+    const json = await this.call(() => this.write<string | null>(DELETE_NC, [this.k.configurations(organization, viewId)], [id]));
+    return json ? (JSON.parse(json) as NotificationConfiguration) : undefined;
   }
 
   async close(): Promise<void> {

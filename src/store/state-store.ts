@@ -1,4 +1,5 @@
-// The contract of the durable state the service keeps besides snapshots: API tokens and saved views.
+// The contract of the durable state the service keeps besides snapshots: API tokens, saved views and their
+// notification configurations.
 // The embedded journal store implements it now; a Redis store must be a drop-in, so every
 // method is async and every uniqueness rule is enforced by the store itself, atomically.
 
@@ -42,6 +43,46 @@ export interface SavedView {
   updatedAt: string;
 }
 
+export type DestinationType = 'generic' | 'slack' | 'microsoft-teams';
+export const DESTINATION_TYPES: readonly DestinationType[] = ['generic', 'slack', 'microsoft-teams'];
+export type NotificationTrigger = 'explorer:rows-added' | 'explorer:rows-removed' | 'explorer:rows-changed' | 'explorer:threshold';
+export const NOTIFICATION_TRIGGERS: readonly NotificationTrigger[] = ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed', 'explorer:threshold'];
+
+/** `count` or `sum:<number field>`, crossing `above` or `below` (one of the two). */
+export interface NotificationThreshold {
+  measure: string;
+  above?: number;
+  below?: number;
+}
+
+export interface NotificationConfiguration {
+  /** `nc-` + 16 base-62 characters. */
+  id: string;
+  organization: string;
+  /** The saved view it belongs to; deleting the view deletes it. */
+  viewId: string;
+  name: string;
+  enabled: boolean;
+  destinationType: DestinationType;
+  url: string;
+  /** The HMAC key of a generic destination; never answered. */
+  token: string | null;
+  triggers: NotificationTrigger[];
+  threshold: NotificationThreshold | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A saved view holds at most this many notification configurations. */
+export const MAX_CONFIGURATIONS_PER_VIEW = 20;
+
+export class TooManyConfigurationsError extends Error {
+  constructor() {
+    super(`a saved view holds at most ${MAX_CONFIGURATIONS_PER_VIEW} notification configurations`);
+    this.name = 'TooManyConfigurationsError';
+  }
+}
+
 export class NameTakenError extends Error {
   constructor(readonly viewName: string) {
     super(`a saved view named ${JSON.stringify(viewName)} already exists in this organization`);
@@ -83,10 +124,22 @@ export interface SavedViewStore {
   createView(view: SavedView): Promise<SavedView>;
   /** Replaces name, query and updatedAt; undefined when absent; NameTakenError on a clash with another view. */
   updateView(organization: string, id: string, change: { name: string; query: SavedQuery; updatedAt: string }): Promise<SavedView | undefined>;
-  /** Returns the deleted view, or undefined when absent. */
+  /** Returns the deleted view, or undefined when absent; its notification configurations go with it. */
   deleteView(organization: string, id: string): Promise<SavedView | undefined>;
 }
 
-export interface StateStore extends TokenStore, SavedViewStore {
+export interface NotificationConfigurationStore {
+  /** The view's configurations ordered by createdAt, then id. */
+  listNotificationConfigurations(organization: string, viewId: string): Promise<NotificationConfiguration[]>;
+  getNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined>;
+  /** Undefined when the view is gone; throws TooManyConfigurationsError when it holds MAX_CONFIGURATIONS_PER_VIEW already. */
+  createNotificationConfiguration(configuration: NotificationConfiguration): Promise<NotificationConfiguration | undefined>;
+  /** Replaces the configuration whole; undefined when it (or its view) is gone. */
+  updateNotificationConfiguration(configuration: NotificationConfiguration): Promise<NotificationConfiguration | undefined>;
+  /** Returns the deleted configuration, or undefined when absent. */
+  deleteNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined>;
+}
+
+export interface StateStore extends TokenStore, SavedViewStore, NotificationConfigurationStore {
   close(): Promise<void>;
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
 import { openStateStore } from '../../src/store/open-store.js';
-import type { SavedView } from '../../src/store/state-store.js';
+import type { NotificationConfiguration, SavedView } from '../../src/store/state-store.js';
 import { REDIS_BACKENDS, type StartedBackend } from '../helpers/redis-backends.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -45,13 +45,19 @@ for (const backend of REDIS_BACKENDS) describe(`explorer migrate-state --to-redi
       view('sq-BBBBBBBBBBBBBBB1', 'globex', 'drifted', '2026-01-01T00:00:00.000Z'),
     ];
     for (const v of views) await local.createView(v);
+    const configuration: NotificationConfiguration = {
+      id: 'nc-AAAAAAAAAAAAAAA1', organization: 'acme-corp', viewId: views[0]!.id, name: 'drift alerts', enabled: true,
+      destinationType: 'generic', url: 'https://hooks.example.com/x', token: 'secret', triggers: ['explorer:rows-added'], threshold: null,
+      createdAt: '2026-01-03T00:00:00.000Z', updatedAt: '2026-01-03T00:00:00.000Z',
+    };
+    await local.createNotificationConfiguration(configuration);
     await local.close();
 
     const env = { ...process.env, DATA_DIR: dataDir, ...redis.env };
     const first = await run(process.execPath, [CLI, 'migrate-state', '--to-redis'], { env });
-    expect(first.stdout.trim()).to.equal('migrated 2 tokens and 3 saved views to Redis (0 already there, 0 conflicts)');
+    expect(first.stdout.trim()).to.equal('migrated 2 tokens, 3 saved views and 1 notification configurations to Redis (0 already there, 0 conflicts)');
     const again = await run(process.execPath, [CLI, 'migrate-state', '--to-redis'], { env });
-    expect(again.stdout.trim()).to.equal('migrated 2 tokens and 0 saved views to Redis (3 already there, 0 conflicts)');
+    expect(again.stdout.trim()).to.equal('migrated 2 tokens, 0 saved views and 0 notification configurations to Redis (4 already there, 0 conflicts)');
 
     const shared = await openStateStore(loadConfig({ DATA_DIR: dataDir, ...redis.env }));
     try {
@@ -60,6 +66,7 @@ for (const backend of REDIS_BACKENDS) describe(`explorer migrate-state --to-redi
       expect(await shared.listViewOrganizations()).to.deep.equal(['acme-corp', 'globex']);
       expect(await shared.listViews('acme-corp')).to.deep.equal(views.slice(0, 2));
       expect(await shared.listViews('globex')).to.deep.equal(views.slice(2));
+      expect(await shared.listNotificationConfigurations('acme-corp', views[0]!.id)).to.deep.equal([configuration]);
     } finally {
       await shared.close();
     }

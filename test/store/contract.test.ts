@@ -10,8 +10,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { openJournalStore } from '../../src/store/journal-store.js';
 import { RedisStateStore } from '../../src/store/redis-store.js';
 import {
-  NameTakenError,
-  type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, TooManyConfigurationsError,
+  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
 } from '../../src/store/state-store.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { sharedTestCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
@@ -378,6 +378,59 @@ export function contract(name: string, open: () => Promise<OpenedStore>): void {
         tListed.push(token(2));
         expect(await store.getToken(t.id)).to.deep.equal(t);
         expect(await store.listTokens()).to.deep.equal([t]);
+      });
+    });
+
+    describe('notification configurations', () => {
+      const nc = (tail: string | number, viewId: string, extra: Partial<NotificationConfiguration> = {}): NotificationConfiguration => ({
+        id: `nc-${String(tail).padStart(16, '0')}`, organization: 'acme', viewId, name: `alerts ${tail}`, enabled: true,
+        destinationType: 'generic', url: 'https://hooks.example.com/x', token: 'k', triggers: ['explorer:threshold'],
+        threshold: { measure: 'sum:resource_count', above: 4500 }, createdAt: at(Number(String(tail).replace(/\D/g, '')) || 0), updatedAt: at(0), ...extra,
+      });
+
+      it('creates, lists in creation order, updates whole and deletes a view\'s configurations, apart from other views\'', async () => {
+        const [a, b] = [view(1, 'one'), view(2, 'two')];
+        await store.createView(a);
+        await store.createView(b);
+        const made = [nc(3, a.id), nc(1, a.id, { token: null, destinationType: 'slack', triggers: ['explorer:rows-added', 'explorer:rows-removed'], threshold: null }), nc(2, b.id)];
+        for (const c of made) expect(await store.createNotificationConfiguration(c)).to.deep.equal(c);
+        expect(await store.listNotificationConfigurations('acme', a.id)).to.deep.equal([made[1], made[0]]);
+        expect(await store.listNotificationConfigurations('acme', b.id)).to.deep.equal([made[2]]);
+        expect(await store.listNotificationConfigurations('other', a.id)).to.deep.equal([]);
+        expect(await store.getNotificationConfiguration('acme', b.id, made[0]!.id)).to.equal(undefined);
+        const changed = { ...made[0]!, enabled: false, threshold: { measure: 'count', below: 10 }, updatedAt: at(9) };
+        expect(await store.updateNotificationConfiguration(changed)).to.deep.equal(changed);
+        expect(await store.getNotificationConfiguration('acme', a.id, changed.id)).to.deep.equal(changed);
+        expect(await store.updateNotificationConfiguration({ ...changed, viewId: b.id })).to.equal(undefined);
+        expect(await store.deleteNotificationConfiguration('acme', a.id, changed.id)).to.deep.equal(changed);
+        expect(await store.deleteNotificationConfiguration('acme', a.id, changed.id)).to.equal(undefined);
+        expect(await store.listNotificationConfigurations('acme', a.id)).to.deep.equal([made[1]]);
+        if (h!.reopen) {
+          store = await h!.reopen();
+          expect(await store.listNotificationConfigurations('acme', a.id)).to.deep.equal([made[1]]);
+          expect(await store.getNotificationConfiguration('acme', b.id, made[2]!.id)).to.deep.equal(made[2]);
+        }
+      });
+
+      it('refuses a configuration under a view that does not exist, and deletes a view\'s configurations with it', async () => {
+        const a = view(1, 'one');
+        expect(await store.createNotificationConfiguration(nc(1, a.id))).to.equal(undefined);
+        await store.createView(a);
+        await store.createNotificationConfiguration(nc(1, a.id));
+        await store.deleteView('acme', a.id);
+        expect(await store.listNotificationConfigurations('acme', a.id)).to.deep.equal([]);
+        await store.createView(a);
+        expect(await store.listNotificationConfigurations('acme', a.id), 'a view made again with the same id starts empty').to.deep.equal([]);
+      });
+
+      it(`holds at most ${MAX_CONFIGURATIONS_PER_VIEW} per view, even when creates race`, async () => {
+        const a = view(1, 'one');
+        await store.createView(a);
+        const { ok, failed } = await settle(Array.from({ length: MAX_CONFIGURATIONS_PER_VIEW + 5 }, (_, i) => store.createNotificationConfiguration(nc(i + 1, a.id))));
+        expect(ok).to.have.length(MAX_CONFIGURATIONS_PER_VIEW);
+        expect(failed).to.have.length(5);
+        for (const e of failed) expect(e).to.be.instanceOf(TooManyConfigurationsError);
+        expect(await store.listNotificationConfigurations('acme', a.id)).to.have.length(MAX_CONFIGURATIONS_PER_VIEW);
       });
     });
 
