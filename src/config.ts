@@ -28,6 +28,8 @@ export interface Config {
   /** Bearer token that GET /metrics requires; with none and metricsPublic false, /metrics is off. */
   metricsToken: string | null;
   metricsPublic: boolean;
+  /** NOTIFY_ALLOW_HOSTS: hosts (lower case, with or without a port) notifications may reach over http or at a private address. */
+  notifyAllowHosts: string[];
   exportConcurrency: number | null;
   snapshotPollMs: number;
   /**
@@ -136,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolMaxExportWaitMs: int(env, 'POOL_MAX_EXPORT_WAIT_MS', 30_000, 1),
     metricsToken: env.METRICS_TOKEN || null,
     metricsPublic: /^(1|true|yes)$/i.test(env.METRICS_PUBLIC ?? ''),
+    notifyAllowHosts: (env.NOTIFY_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0),

@@ -22,6 +22,7 @@ import { explorerPageRoutes } from './routes/explorer-page.js';
 import { opsRoutes } from './routes/ops.js';
 import { ResponseCache } from './response-cache.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { notificationConfigurationRoutes } from './routes/notification-configurations.js';
 import { savedViewRoutes } from './routes/saved-views.js';
 import { explorerSummaryRoutes } from './routes/summary.js';
 import type { RequestState } from './state.js';
@@ -62,6 +63,7 @@ export function createApp(services: Services): Koa<RequestState> {
   explorerHistoryRoutes(organization, { ...services, cache });
   explorerSummaryRoutes(organization, { ...services, cache });
   savedViewRoutes(organization, { ...services, cache });
+  notificationConfigurationRoutes(organization, services);
 
   app.use(requestId());
   app.use(requestLog(services.logger));

@@ -19,6 +19,8 @@ export interface OpenApiOptions extends ResponseOptions {
   version: string;
   /** schemas/saved-view-body.schema.json. */
   savedViewBodySchema: Json;
+  /** schemas/notification-configuration-body.schema.json. */
+  notificationConfigurationBodySchema: Json;
   /** How GET /metrics is protected. */
   metrics: MetricsSetting;
 }
@@ -62,13 +64,14 @@ export function openApiDocument(opts: OpenApiOptions): Json {
       { name: 'Saved views', description: 'Stored queries of an organization.' },
       { name: 'History', description: 'The retained snapshots, what changed between two of them, and trends.' },
       { name: 'Summaries', description: 'A query\'s rows counted and summed by group, as JSON or CSV.' },
+      { name: 'Notifications', description: 'A saved view\'s notification configurations: where and when to be told that its answer changed.' },
       { name: 'Explorer page', description: 'The web page, served by the same server (no token needed to load it).' },
       { name: 'Service', description: 'Operations and this contract.' },
     ],
     security: [{ bearer: [] }],
     paths,
     components: {
-      schemas: { ...componentSchemas(catalog, opts.savedViewBodySchema), ...errors.schemas },
+      schemas: { ...componentSchemas(catalog, opts.savedViewBodySchema, opts.notificationConfigurationBodySchema), ...errors.schemas },
       parameters: componentParameters(catalog),
       headers: componentHeaders(opts),
       responses: errors.responses,

@@ -220,6 +220,64 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     csvReRun(`${viewPath}/export/csv`, 'savedViewExportCsv', true),
     ...historySpecs(catalog, viewPath),
     ...summarySpecs(catalog, viewPath),
+    ...notificationSpecs(viewPath),
+  ];
+}
+
+/** docs/notifications.md: a saved view's notification configurations. */
+function notificationSpecs(viewPath: string): OperationSpec[] {
+  const list = `${viewPath}/notification-configurations`;
+  const one = `${list}/{nc_id}`;
+  const body = {
+    required: true,
+    description: 'JSON:API: `data.type` = `notification-configurations`, `data.attributes`. A create needs `name`, `destination-type`, `url` and '
+      + '`triggers`; an update changes only the attributes it carries (one without `token` keeps it). At most 64 KiB.',
+    content: { [JSONAPI]: { schema: ref('NotificationConfigurationBody') }, 'application/json': { schema: ref('NotificationConfigurationBody') } },
+  };
+  const document = (description: string, status = '200') => ({ [status]: { description, content: jsonApi(ref('NotificationConfigurationDocument')) } });
+  const tag = 'Notifications';
+  return [
+    {
+      method: 'get', path: list, operationId: 'listNotificationConfigurations', tag, organization: true, conditional: true,
+      summary: 'List a saved view\'s notification configurations',
+      description: 'Ordered by creation time, then id; a view holds at most 20.',
+      parameters: ['view_id'],
+      responses: { 200: { description: 'The view\'s configurations.', content: jsonApi(ref('NotificationConfigurationList')) } },
+      errors: [],
+    },
+    {
+      method: 'post', path: list, operationId: 'createNotificationConfiguration', tag, organization: true,
+      summary: 'Create a notification configuration',
+      description: 'The url must be https (plain http only to a host in `NOTIFY_ALLOW_HOSTS`), carry no credentials, and neither be nor resolve to a '
+        + 'loopback, private, link-local, multicast or unspecified address; a numeric host is accepted only as a dotted quad or IPv6. A 422 names the attribute.',
+      parameters: ['view_id'],
+      requestBody: body,
+      responses: document('The created configuration.', '201'),
+      errors: [400, 413, 415, 422],
+    },
+    {
+      method: 'get', path: one, operationId: 'showNotificationConfiguration', tag, organization: true, conditional: true,
+      summary: 'Show a notification configuration',
+      parameters: ['view_id', 'nc_id'],
+      responses: document('The configuration.'),
+      errors: [],
+    },
+    {
+      method: 'patch', path: one, operationId: 'updateNotificationConfiguration', tag, organization: true,
+      summary: 'Update a notification configuration',
+      description: 'Changes the attributes the body carries. Moving `destination-type` away from `generic` drops the token.',
+      parameters: ['view_id', 'nc_id'],
+      requestBody: body,
+      responses: document('The updated configuration.'),
+      errors: [400, 413, 415, 422],
+    },
+    {
+      method: 'delete', path: one, operationId: 'deleteNotificationConfiguration', tag, organization: true,
+      summary: 'Delete a notification configuration',
+      parameters: ['view_id', 'nc_id'],
+      responses: document('The deleted configuration.'),
+      errors: [],
+    },
   ];
 }
 

@@ -19,6 +19,7 @@ export function openApiOptions(config: Settings): OpenApiOptions {
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
     version: String(readJson('package.json').version),
     savedViewBodySchema: readJson('schemas/saved-view-body.schema.json'),
+    notificationConfigurationBodySchema: readJson('schemas/notification-configuration-body.schema.json'),
     metrics: { token: config.metricsToken !== null, public: config.metricsPublic },
   };
 }

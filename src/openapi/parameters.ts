@@ -36,6 +36,12 @@ export function componentParameters(catalog: Catalog): Record<string, Json> {
       schema: { type: 'string' },
       examples: { id: { value: 'sq-3kTMd9Qz1bX8yVwA' } },
     },
+    nc_id: {
+      name: 'nc_id', in: 'path', required: true,
+      description: 'Id of a notification configuration of the saved view (`nc-` and 16 base-62 characters); any other answers 404.',
+      schema: { type: 'string' },
+      examples: { id: { value: 'nc-8Fq2Lm0Zc7Rt1KwP' } },
+    },
     asset: {
       name: 'asset', in: 'path', required: true,
       description: 'A file name of the built page: letters, digits, `_` and `-` in dot-separated parts, with a known extension.',

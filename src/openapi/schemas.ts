@@ -188,7 +188,7 @@ export function embedSchema(schema: Json, name: string): Json {
 }
 
 /** Every component schema of the document. */
-export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<string, Json> {
+export function componentSchemas(catalog: Catalog, savedViewBody: Json, notificationConfigurationBody: Json): Record<string, Json> {
   const schemas = allSchemas(catalog);
   const out: Record<string, Json> = {
     ViewType: { ...bare(schemas['query-type']!), description: `The view a query reads: ${catalog.views.map((v) => `\`${v.name}\` (${v.description.replace(/\.$/, '')})`).join('; ')}.` },
@@ -291,6 +291,54 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json): Record<
       },
     },
   };
+  out.NotificationConfiguration = {
+    type: 'object',
+    required: ['id', 'type', 'attributes', 'relationships'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', pattern: '^nc-[0-9A-Za-z]{16}$' },
+      type: { const: 'notification-configurations' },
+      attributes: {
+        type: 'object',
+        required: ['name', 'enabled', 'destination-type', 'url', 'token', 'triggers', 'threshold', 'delivery-responses', 'created-at', 'updated-at'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 255 },
+          enabled: { type: 'boolean' },
+          'destination-type': { enum: ['generic', 'slack', 'microsoft-teams'] },
+          url: { type: 'string' },
+          token: { type: 'null', description: 'Write-only: always answered as null.' },
+          triggers: { type: 'array', minItems: 1, items: { enum: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed', 'explorer:threshold'] } },
+          threshold: {
+            oneOf: [{ type: 'null' }, {
+              type: 'object', required: ['measure'], additionalProperties: false,
+              properties: { measure: { type: 'string', description: '`count`, or `sum:<number field of the view>`.' }, above: { type: 'number' }, below: { type: 'number' } },
+            }],
+          },
+          'delivery-responses': { type: 'array', maxItems: 10, items: { type: 'object' }, description: 'The last attempts, newest first.' },
+          'created-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
+          'updated-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
+        },
+      },
+      relationships: {
+        type: 'object',
+        required: ['subscribable'],
+        additionalProperties: false,
+        properties: {
+          subscribable: {
+            type: 'object', required: ['data'], additionalProperties: false,
+            properties: { data: { type: 'object', required: ['id', 'type'], additionalProperties: false, properties: { id: { type: 'string' }, type: { const: SAVED_VIEW_TYPE } } } },
+          },
+        },
+      },
+    },
+  };
+  out.NotificationConfigurationDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('NotificationConfiguration') } };
+  out.NotificationConfigurationList = {
+    type: 'object', required: ['data'], additionalProperties: false,
+    properties: { data: { type: 'array', items: ref('NotificationConfiguration'), maxItems: 20 } },
+  };
+  out.NotificationConfigurationBody = embedSchema(notificationConfigurationBody, 'NotificationConfigurationBody');
   out.SavedViewDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('SavedView') } };
   out.SavedViewList = {
     type: 'object',

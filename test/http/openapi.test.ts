@@ -377,6 +377,25 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${VIEW}/summary`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/summary/export/csv`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
 
+    // Notification configurations: create, list, show, update, delete, and a refused url.
+    const NCS = `${VIEW}/notification-configurations`;
+    const ncBody = { data: { type: 'notification-configurations', attributes: {
+      name: 'growth', 'destination-type': 'generic', url: 'https://93.184.216.34/hook', token: 'secret',
+      triggers: ['explorer:rows-added', 'explorer:threshold'], threshold: { measure: 'count', above: 100 } } } };
+    const nc = await call('POST', NCS, { params: { view_id: id }, body: ncBody });
+    expect(nc.status, nc.text).to.equal(201);
+    expect(nc.body.data.attributes.token).to.equal(null);
+    const ncId = nc.body.data.id as string;
+    expect((await call('GET', NCS, { params: { view_id: id } })).body.data.map((c: any) => c.id)).to.deep.equal([ncId]);
+    expect((await call('GET', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId } })).status).to.equal(200);
+    const patched = await call('PATCH', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId }, body: { data: { type: 'notification-configurations', attributes: { enabled: false } } } });
+    expect(patched.body.data.attributes.enabled).to.equal(false);
+    const refused = await call('POST', NCS, { params: { view_id: id }, body: { data: { ...ncBody.data, attributes: { ...ncBody.data.attributes, url: 'https://127.0.0.1/' } } } });
+    expect(refused.status).to.equal(422);
+    expect(refused.body.errors[0].source).to.deep.equal({ pointer: '/data/attributes/url' });
+    expect((await call('GET', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: 'nc-0000000000000000' } })).status).to.equal(404);
+    expect((await call('DELETE', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId } })).status).to.equal(200);
+
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(404);
 
