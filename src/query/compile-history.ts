@@ -46,6 +46,20 @@ function changedFieldsSql(view: View, before: string, after: string): string {
 }
 
 /**
+ * One snapshot's rows of the organization: id, row JSON, the `carried` columns, and whether the query's
+ * filter matches the row (`_match`).
+ */
+function side(query: Query, target: CompileTarget, params: SqlValue[], carried: readonly string[]): string {
+  const json = ident(ROW_JSON_COLUMN);
+  const match = query.conditions.length === 0 ? 'true' : query.conditions.map((c) => condition(c, params)).join(' AND ');
+  const organization = organizationTest(target, params);
+  // A compacted snapshot does not store the row JSON: it is computed by the loader's own expression.
+  const rowJson = target.rowJson === true ? json : `${rowJsonSql(query.view)} AS ${json}`;
+  const columns = ['"_id"', rowJson, ...carried.map(ident)].join(', ');
+  return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE ${organization}`;
+}
+
+/**
  * The change set between two snapshots of one view for one organization (docs/history.md §4): a row is
  * added, removed or changed (its JSON values differ); it is listed when the filter matches it in either
  * snapshot. The sort's columns, and the `previous` fields', are carried from the row as it is in `to` (in
@@ -54,16 +68,8 @@ function changedFieldsSql(view: View, before: string, after: string): string {
 function changeSet(query: Query, from: CompileTarget, to: CompileTarget, params: SqlValue[], previous: Field[], materialized = false): string {
   const carried = [...new Set([...sortColumns(query), ...previous.map((f) => f.column)])];
   const json = ident(ROW_JSON_COLUMN);
-  const side = (target: CompileTarget) => {
-    const match = query.conditions.length === 0 ? 'true' : query.conditions.map((c) => condition(c, params)).join(' AND ');
-    const organization = organizationTest(target, params);
-    // A compacted snapshot does not store the row JSON: it is computed by the loader's own expression.
-    const rowJson = target.rowJson === true ? json : `${rowJsonSql(query.view)} AS ${json}`;
-    const columns = ['"_id"', rowJson, ...carried.map(ident)].join(', ');
-    return `SELECT ${columns}, (${match}) AS "_match" FROM ${target.relation} WHERE ${organization}`;
-  };
-  const f = side(from);
-  const t = side(to);
+  const f = side(query, from, params, carried);
+  const t = side(query, to, params, carried);
   const merged = carried.map((c) => `CASE WHEN t."_id" IS NULL THEN f.${ident(c)} ELSE t.${ident(c)} END AS ${ident(c)}`);
   const before = previous.map((p) => `f.${ident(p.column)} AS ${ident(`_prev_${p.column}`)}`);
   return `WITH f AS (${f}),
@@ -134,4 +140,68 @@ export function compileTrend(query: Query, targets: readonly CompileTarget[], su
     return `SELECT ${point} AS "_point", count(*) AS "_count"${totals} FROM ${target.relation} WHERE ${where}`;
   });
   return { sql: `${parts.join('\nUNION ALL ')}\nORDER BY "_point"`, params };
+}
+
+/** What a notification's threshold measures: the matching rows, or the sum of a number field over them. */
+export type Measure = { kind: 'count' } | { kind: 'sum'; field: Field };
+
+export interface CompiledNotificationCheck {
+  /**
+   * One row: how many rows were added, removed and changed in the notifications' sense, then the measure
+   * before and after (a sum over no rows is null).
+   */
+  counts: Statement;
+  /**
+   * Up to `limit` rows of each kind in the query's order (as of `to`; a removed row as of `from`): the kind,
+   * the row's id, then the JSON values of the view's identifying fields.
+   */
+  rows: Statement;
+  /** The identifying fields whose values `rows` carries, in order. */
+  identifying: Field[];
+}
+
+/**
+ * A saved query checked between two snapshots for its notifications (docs/notifications.md, "Triggers"): a
+ * row is added when the query matches it in `to` and did not in `from` (a new row, or one that changed into
+ * the query), removed the other way round, and changed when the query matches it in both and a value of
+ * the view differs. Unlike /changes, a row that only moved into or out of the filter is added or removed.
+ */
+export function compileNotificationCheck(query: Query, from: CompileTarget, to: CompileTarget, measure: Measure, limit: number): CompiledNotificationCheck {
+  const json = ident(ROW_JSON_COLUMN);
+  const identifying = query.view.identifying.map((name) => query.view.fields.find((f) => f.name === name)!);
+  const matched = (params: SqlValue[], extra: readonly string[]) => {
+    const carried = [...new Set([...sortColumns(query), ...extra])];
+    const merged = carried.map((c) => `CASE WHEN t."_id" IS NULL OR NOT coalesce(t."_match", false) THEN f.${ident(c)} ELSE t.${ident(c)} END AS ${ident(c)}`);
+    return `WITH f AS (${side(query, from, params, carried)}),
+t AS (${side(query, to, params, carried)}),
+d AS (
+  SELECT coalesce(t."_id", f."_id") AS "_id",
+    coalesce(f."_match", false) AS "_in_from", coalesce(t."_match", false) AS "_in_to",
+    CASE WHEN coalesce(t."_match", false) AND NOT coalesce(f."_match", false) THEN 'added'
+      WHEN coalesce(f."_match", false) AND NOT coalesce(t."_match", false) THEN 'removed'
+      WHEN f.${json} <> t.${json} THEN 'changed' END AS "_change",
+    CASE WHEN coalesce(t."_match", false) THEN t.${json} ELSE f.${json} END AS "_shown"${merged.map((c) => `,\n    ${c}`).join('')}${
+      extra.map((c) => `,\n    f.${ident(c)} AS ${ident(`_from_${c}`)}, t.${ident(c)} AS ${ident(`_to_${c}`)}`).join('')}
+  FROM f FULL OUTER JOIN t ON f."_id" = t."_id"
+  WHERE coalesce(f."_match", false) OR coalesce(t."_match", false)
+)`;
+  };
+  const countParams: SqlValue[] = [];
+  const summed = measure.kind === 'sum' ? measure.field.column : null;
+  const [before, after] = summed === null
+    ? ['count(*) FILTER (WHERE "_in_from")', 'count(*) FILTER (WHERE "_in_to")']
+    : [`sum(${ident(`_from_${summed}`)}) FILTER (WHERE "_in_from")`, `sum(${ident(`_to_${summed}`)}) FILTER (WHERE "_in_to")`];
+  const counts = `${matched(countParams, summed === null ? [] : [summed])}
+SELECT count(*) FILTER (WHERE "_change" = 'added'), count(*) FILTER (WHERE "_change" = 'removed'),
+  count(*) FILTER (WHERE "_change" = 'changed'), ${before}, ${after}
+FROM d`;
+  const rowParams: SqlValue[] = [];
+  const orderBy = [...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ');
+  const rows = `${matched(rowParams, [])},
+ranked AS (SELECT *, row_number() OVER (PARTITION BY "_change" ORDER BY ${orderBy}) AS "_rank" FROM d WHERE "_change" IS NOT NULL)
+SELECT "_change", "_id"${identifying.map((f) => `, json_extract("_shown", '$[${f.index}]')`).join('')}
+FROM ranked WHERE "_rank" <= ?
+ORDER BY "_change", "_rank"`;
+  rowParams.push(BigInt(limit));
+  return { counts: { sql: counts, params: countParams }, rows: { sql: rows, params: rowParams }, identifying };
 }

@@ -2,7 +2,7 @@
 // relations come from the targets; the choice of snapshots follows docs/history.md §3–4.
 import { expect } from 'chai';
 import { ApiError } from '../../src/errors.js';
-import { changesCsvHeader, compileChanges, compileTrend } from '../../src/query/compile-history.js';
+import { changesCsvHeader, compileChanges, compileNotificationCheck, compileTrend } from '../../src/query/compile-history.js';
 import { rowJsonSql, type CompileTarget } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
@@ -106,5 +106,30 @@ describe('choosing snapshots', () => {
     expect(refusal(() => chooseChangePair(params({ from: 's3' }), retained, current))).to.deep.equal({ status: 400, parameter: 'from' });
     expect(refusal(() => chooseChangePair(params({ from: 's2', to: 's1' }), retained, current))).to.deep.equal({ status: 400, parameter: 'from' });
     expect(refusal(() => chooseChangePair(params({ from: 's1', from_as_of: '2030-01-01' }), retained, current))).to.deep.equal({ status: 400, parameter: 'from_as_of' });
+  });
+});
+
+describe('compileNotificationCheck', () => {
+  const q = query(`type=workspaces&${evilFilter}&sort=workspace_name`);
+  const resourceCount = q.view.fields.find((f) => f.name === 'resource_count')!;
+  const compiled = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), { kind: 'sum', field: resourceCount }, 20);
+
+  it('binds every client value, the organization and the row limit, and splices none', () => {
+    for (const statement of [compiled.counts, compiled.rows]) {
+      expect(statement.sql).to.not.include('Reilly');
+      expect(statement.params.filter((p) => p === EVIL.toLowerCase() || p === EVIL)).to.have.length(2);
+      expect(statement.params.filter((p) => p === 'acme')).to.have.length(2);
+      expect(statement.sql.split('?').length - 1).to.equal(statement.params.length);
+    }
+    expect(compiled.rows.params.at(-1)).to.equal(20n);
+  });
+
+  it('classifies by where the filter matches, sums the field on each side, and names the identifying fields', () => {
+    expect(compiled.counts.sql).to.include('WHEN coalesce(t."_match", false) AND NOT coalesce(f."_match", false) THEN \'added\'');
+    expect(compiled.counts.sql).to.include(`sum("_from_${resourceCount.column}") FILTER (WHERE "_in_from")`);
+    expect(compiled.counts.sql).to.include(`sum("_to_${resourceCount.column}") FILTER (WHERE "_in_to")`);
+    expect(compiled.identifying.map((f) => f.name)).to.deep.equal(q.view.identifying);
+    const count = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), { kind: 'count' }, 5);
+    expect(count.counts.sql).to.include('count(*) FILTER (WHERE "_in_from")');
   });
 });
