@@ -7,8 +7,9 @@ import { link, mkdir, open, readFile, rename, stat, unlink, writeFile, type File
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreCorruptError, StoreUnavailableError, TooManyConfigurationsError,
-  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  DELIVERY_RESPONSES_KEPT, MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreCorruptError, StoreUnavailableError, TooManyConfigurationsError,
+  type ConfigurationRef, type DeliveryResponse, type NotificationConfiguration, type PendingNotification, type SavedQuery, type SavedView,
+  type StateStore, type TokenRecord,
 } from './state-store.js';
 
 const FORMAT_VERSION = 1;
@@ -20,7 +21,11 @@ type JournalRecord =
   | { v: 1; kind: 'put-view'; view: SavedView }
   | { v: 1; kind: 'del-view'; organization: string; id: string }
   | { v: 1; kind: 'put-nc'; configuration: NotificationConfiguration }
-  | { v: 1; kind: 'del-nc'; organization: string; viewId: string; id: string };
+  | { v: 1; kind: 'del-nc'; organization: string; viewId: string; id: string }
+  | { v: 1; kind: 'notify-checked'; snapshot: string; notifications: PendingNotification[] }
+  | { v: 1; kind: 'notify-attempt'; id: string; response: DeliveryResponse; next: string | null }
+  | { v: 1; kind: 'notify-response'; ref: ConfigurationRef; response: DeliveryResponse }
+  | { v: 1; kind: 'notify-lease'; holder: string | null; until: number };
 
 export interface JournalStoreOptions {
   /** Compact once the journal holds more records than this and most are dead (tests lower it). */
@@ -39,6 +44,11 @@ const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoExceptio
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const isStr = (x: unknown): x is string => typeof x === 'string';
 const viewKey = (organization: string, viewId: string) => `${organization}\n${viewId}`;
+const refKey = (ref: ConfigurationRef) => `${ref.organization}\n${ref.viewId}\n${ref.configurationId}`;
+const refOf = (key: string): ConfigurationRef => {
+  const [organization, viewId, configurationId] = key.split('\n') as [string, string, string];
+  return { organization, viewId, configurationId };
+};
 const byCreation = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
@@ -57,6 +67,10 @@ function invalidity(rec: unknown): string | undefined {
       return isObj(rec.configuration) && isStr(rec.configuration.id) && isStr(rec.configuration.organization) && isStr(rec.configuration.viewId)
         ? undefined : 'put-nc without configuration.id, configuration.organization or configuration.viewId';
     case 'del-nc': return isStr(rec.id) && isStr(rec.organization) && isStr(rec.viewId) ? undefined : 'del-nc without id, organization or viewId';
+    case 'notify-checked': return isStr(rec.snapshot) && Array.isArray(rec.notifications) ? undefined : 'notify-checked without snapshot or notifications';
+    case 'notify-attempt': return isStr(rec.id) && isObj(rec.response) ? undefined : 'notify-attempt without id or response';
+    case 'notify-response': return isObj(rec.ref) && isObj(rec.response) ? undefined : 'notify-response without ref or response';
+    case 'notify-lease': return typeof rec.until === 'number' ? undefined : 'notify-lease without until';
     default: return `unknown record kind ${JSON.stringify(rec.kind)}`;
   }
 }
@@ -91,6 +105,11 @@ export class JournalStore implements StateStore {
   /** Notification configurations by `<organization>\n<view id>`, then id. */
   private configurations = new Map<string, Map<string, NotificationConfiguration>>();
   private configurationCount = 0;
+  // The notifier's state: what it checked last, its outbox, each configuration's last responses, its lease.
+  private cursor: string | null = null;
+  private pending = new Map<string, PendingNotification>();
+  private responses = new Map<string, DeliveryResponse[]>();
+  private lease: { holder: string | null; until: number } = { holder: null, until: 0 };
   private closed = false;
   private broken: string | undefined;
 
@@ -230,12 +249,63 @@ export class JournalStore implements StateStore {
     });
   }
 
+  async notifierCursor(): Promise<string | null> {
+    await this.refresh();
+    return this.cursor;
+  }
+
+  async recordChecked(snapshot: string, notifications: PendingNotification[]): Promise<void> {
+    await this.mutate(() => this.append({ v: 1, kind: 'notify-checked', snapshot, notifications }));
+  }
+
+  async pendingNotifications(): Promise<PendingNotification[]> {
+    await this.refresh();
+    return [...this.pending.values()].map((n) => structuredClone(n));
+  }
+
+  async recordAttempt(id: string, response: DeliveryResponse, next: string | null): Promise<void> {
+    await this.mutate(async () => {
+      if (this.pending.has(id)) await this.append({ v: 1, kind: 'notify-attempt', id, response, next });
+    });
+  }
+
+  async recordResponse(ref: ConfigurationRef, response: DeliveryResponse): Promise<void> {
+    await this.mutate(() => this.append({ v: 1, kind: 'notify-response', ref, response }));
+  }
+
+  async deliveryResponses(ref: ConfigurationRef): Promise<DeliveryResponse[]> {
+    await this.refresh();
+    return structuredClone(this.responses.get(refKey(ref)) ?? []);
+  }
+
+  async takeNotifierLease(holder: string, ttlMs: number): Promise<boolean> {
+    return this.mutate(async () => {
+      const now = Date.now();
+      if (this.lease.holder !== null && this.lease.holder !== holder && this.lease.until > now) return false;
+      await this.append({ v: 1, kind: 'notify-lease', holder, until: now + ttlMs });
+      return true;
+    });
+  }
+
+  async releaseNotifierLease(holder: string): Promise<void> {
+    await this.mutate(async () => {
+      if (this.lease.holder === holder) await this.append({ v: 1, kind: 'notify-lease', holder: null, until: 0 });
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     // Writes accepted before close still complete; nothing new is accepted.
     await this.writes.run(async () => undefined);
     await this.state.run(async () => { await this.fh?.close(); this.fh = undefined; });
+  }
+
+  /** The records a compacted journal would hold. */
+  private liveRecords(): number {
+    let responses = 0;
+    for (const list of this.responses.values()) responses += list.length;
+    return this.tokens.size + this.viewCount + this.configurationCount + 2 + responses;
   }
 
   private nameTaken(organization: string, name: string, exceptId?: string): boolean {
@@ -287,7 +357,7 @@ export class JournalStore implements StateStore {
           await this.catchUp();
           await this.dropTornTail(); // otherwise our line would be glued onto the torn one
           const result = await body();
-          const dead = this.lines - this.tokens.size - this.viewCount - this.configurationCount;
+          const dead = this.lines - this.liveRecords();
           if (this.lines > this.compactAfter && dead > this.lines / 2) await this.compact();
           return result;
         });
@@ -319,6 +389,10 @@ export class JournalStore implements StateStore {
     this.tokens = new Map();
     this.views = new Map();
     this.configurations = new Map();
+    this.cursor = null;
+    this.pending = new Map();
+    this.responses = new Map();
+    this.lease = { holder: null, until: 0 };
     await this.readFrom(Number(st.size));
   }
 
@@ -389,9 +463,29 @@ export class JournalStore implements StateStore {
         const held = this.configurations.get(key);
         if (held?.delete(rec.id)) this.configurationCount -= 1;
         if (held?.size === 0) this.configurations.delete(key);
+        this.responses.delete(refKey({ organization: rec.organization, viewId: rec.viewId, configurationId: rec.id }));
         break;
       }
+      case 'notify-checked':
+        this.cursor = rec.snapshot;
+        for (const n of rec.notifications) this.pending.set(n.id, n);
+        break;
+      case 'notify-attempt': {
+        const n = this.pending.get(rec.id);
+        if (!n) break;
+        this.keepResponse({ organization: n.organization, viewId: n.viewId, configurationId: n.configurationId }, rec.response);
+        if (rec.next === null) this.pending.delete(rec.id);
+        else this.pending.set(rec.id, { ...n, attempts: rec.response.attempt, nextAttemptAt: rec.next });
+        break;
+      }
+      case 'notify-response': this.keepResponse(rec.ref, rec.response); break;
+      case 'notify-lease': this.lease = { holder: rec.holder, until: rec.until }; break;
     }
+  }
+
+  private keepResponse(ref: ConfigurationRef, response: DeliveryResponse): void {
+    const key = refKey(ref);
+    this.responses.set(key, [response, ...(this.responses.get(key) ?? [])].slice(0, DELIVERY_RESPONSES_KEPT));
   }
 
   /** Caller holds journal.lock, so a partial last line is not a write in flight: it was torn by a crash. */
@@ -435,6 +529,10 @@ export class JournalStore implements StateStore {
         .map((view) => ({ v: 1, kind: 'put-view', view }) as const),
       ...[...this.configurations.values()].flatMap((held) => [...held.values()]).sort(byCreation)
         .map((configuration) => ({ v: 1, kind: 'put-nc', configuration }) as const),
+      // Oldest response first, so that replaying them leaves the newest on top.
+      ...[...this.responses.entries()].flatMap(([key, list]) => [...list].reverse().map((response) => ({ v: 1, kind: 'notify-response', ref: refOf(key), response }) as const)),
+      ...(this.cursor === null ? [] : [{ v: 1 as const, kind: 'notify-checked' as const, snapshot: this.cursor, notifications: [...this.pending.values()] }]),
+      ...(this.lease.holder === null ? [] : [{ v: 1 as const, kind: 'notify-lease' as const, holder: this.lease.holder, until: this.lease.until }]),
     ];
     const text = records.map((r) => { const json = JSON.stringify(r); return `${checksum(json)} ${json}\n`; }).join('');
     try {

@@ -8,14 +8,18 @@
 //   P view-names:<org>       hash name → id (uniqueness)
 //   P view-orgs              set of organizations that have had views
 //   P ncs:<org>:<view id>    hash id → a notification configuration as JSON (a view's, at most 20)
+//   P notifier:{notifier}:…  the notifier's state, in one slot so that a script can change it whole: cursor
+//                            (a string), pending (hash id → JSON), order (sorted set of ids by seq), seq,
+//                            responses:<org>:<view>:<nc> (a list, newest first), lease (holder, with a TTL)
 // On a Redis Cluster a script may touch keys of one slot only, so the keys carry hash tags: the token keys
 // share `{tokens}` (P token:{tokens}:<id>, P tokens:{tokens}) and an organization's view keys `{<org>}`
 // (P view:{<org>}:<id>, P views:{<org>}, P view-names:{<org>}, P ncs:{<org>}:<view id>); `view-orgs` is
 // added to on its own.
 import type { Cluster, Redis } from 'ioredis';
 import {
-  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreUnavailableError, TooManyConfigurationsError,
-  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  DELIVERY_RESPONSES_KEPT, MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, StoreUnavailableError, TooManyConfigurationsError,
+  type ConfigurationRef, type DeliveryResponse, type NotificationConfiguration, type PendingNotification, type SavedQuery, type SavedView,
+  type StateStore, type TokenRecord,
 } from './state-store.js';
 
 const CREATE_VIEW = `
@@ -67,6 +71,45 @@ local held = redis.call('HGET', KEYS[1], ARGV[1])
 if not held then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return held`;
+
+// KEYS: cursor, pending, order, seq. ARGV: the snapshot, then id and JSON of each notification.
+const RECORD_CHECKED = `
+redis.call('SET', KEYS[1], ARGV[1])
+for i = 2, #ARGV, 2 do
+  local seq = redis.call('INCR', KEYS[4])
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[3], seq, ARGV[i])
+end
+return 'OK'`;
+
+// KEYS: pending, order, responses. ARGV: id, the response, its notification as it is now ('' when done), kept.
+const RECORD_ATTEMPT = `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 'MISSING' end
+redis.call('LPUSH', KEYS[3], ARGV[2])
+redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+return 'OK'`;
+
+const RECORD_RESPONSE = `
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+return 'OK'`;
+
+// The lease: taken when free, renewed by its holder.
+const TAKE_LEASE = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
+const RELEASE_LEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 'OK'`;
 
 const PUT_TOKEN = `
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
@@ -122,6 +165,7 @@ export class RedisStateStore implements StateStore {
     token: (id: string) => string; tokens: () => string;
     view: (org: string, id: string) => string; views: (org: string) => string; names: (org: string) => string; orgs: () => string;
     configurations: (org: string, viewId: string) => string;
+    notifier: (part: string) => string;
   };
 
   // ioredis types one Redis and a cluster apart; the commands used here are the same on both.
@@ -136,6 +180,7 @@ export class RedisStateStore implements StateStore {
       token: (id) => `${prefix}token${tokenSlot}:${id}`, tokens: () => `${prefix}tokens${tokenSlot}`,
       view: (org, id) => `${prefix}view:${tag(org)}:${id}`, views: (org) => `${prefix}views:${tag(org)}`, names: (org) => `${prefix}view-names:${tag(org)}`, orgs: () => `${prefix}view-orgs`,
       configurations: (org, viewId) => `${prefix}ncs:${tag(org)}:${viewId}`,
+      notifier: (part) => `${prefix}notifier:{notifier}:${part}`,
     };
   }
 
@@ -285,6 +330,56 @@ export class RedisStateStore implements StateStore {
   async deleteNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {
     const json = await this.call(() => this.write<string | null>(DELETE_NC, [this.k.configurations(organization, viewId)], [id]));
     return json ? (JSON.parse(json) as NotificationConfiguration) : undefined;
+  }
+
+  private responsesKey(ref: ConfigurationRef): string {
+    return this.k.notifier(`responses:${ref.organization}:${ref.viewId}:${ref.configurationId}`);
+  }
+
+  async notifierCursor(): Promise<string | null> {
+    return this.call(() => this.redis.get(this.k.notifier('cursor')));
+  }
+
+  async recordChecked(snapshot: string, notifications: PendingNotification[]): Promise<void> {
+    const n = this.k.notifier;
+    await this.call(() => this.write(RECORD_CHECKED, [n('cursor'), n('pending'), n('order'), n('seq')],
+      [snapshot, ...notifications.flatMap((x) => [x.id, JSON.stringify(x)])]));
+  }
+
+  async pendingNotifications(): Promise<PendingNotification[]> {
+    return this.call(async () => {
+      const ids = await this.redis.zrange(this.k.notifier('order'), '0', '-1');
+      if (ids.length === 0) return [];
+      const held = await this.redis.hmget(this.k.notifier('pending'), ...ids);
+      return held.filter((json): json is string => json !== null).map((json) => JSON.parse(json) as PendingNotification);
+    });
+  }
+
+  async recordAttempt(id: string, response: DeliveryResponse, next: string | null): Promise<void> {
+    const n = this.k.notifier;
+    await this.call(async () => {
+      const json = await this.redis.hget(n('pending'), id);
+      if (json === null) return;
+      const pending = JSON.parse(json) as PendingNotification;
+      const now = next === null ? '' : JSON.stringify({ ...pending, attempts: response.attempt, nextAttemptAt: next });
+      await this.write(RECORD_ATTEMPT, [n('pending'), n('order'), this.responsesKey(pending)], [id, JSON.stringify(response), now, DELIVERY_RESPONSES_KEPT]);
+    });
+  }
+
+  async recordResponse(ref: ConfigurationRef, response: DeliveryResponse): Promise<void> {
+    await this.call(() => this.write(RECORD_RESPONSE, [this.responsesKey(ref)], [JSON.stringify(response), DELIVERY_RESPONSES_KEPT]));
+  }
+
+  async deliveryResponses(ref: ConfigurationRef): Promise<DeliveryResponse[]> {
+    return this.call(async () => (await this.redis.lrange(this.responsesKey(ref), 0, DELIVERY_RESPONSES_KEPT - 1)).map((json) => JSON.parse(json) as DeliveryResponse));
+  }
+
+  async takeNotifierLease(holder: string, ttlMs: number): Promise<boolean> {
+    return (await this.call(() => this.write<number>(TAKE_LEASE, [this.k.notifier('lease')], [holder, Math.max(1, Math.round(ttlMs))]))) === 1;
+  }
+
+  async releaseNotifierLease(holder: string): Promise<void> {
+    await this.call(() => this.write(RELEASE_LEASE, [this.k.notifier('lease')], [holder]));
   }
 
   async close(): Promise<void> {

@@ -140,6 +140,69 @@ export interface NotificationConfigurationStore {
   deleteNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined>;
 }
 
-export interface StateStore extends TokenStore, SavedViewStore, NotificationConfigurationStore {
+/** A notification recorded before it is sent: its delivery id stays the same on every try. */
+export interface PendingNotification {
+  /** The delivery id (`X-Explorer-Delivery`): `nd-` + 16 base-62 characters. */
+  id: string;
+  organization: string;
+  viewId: string;
+  configurationId: string;
+  /** The snapshot pair it reports (from null: the configuration's first check). */
+  from: string | null;
+  to: string;
+  /** The facts it reports, rendered for its destination type when sent. */
+  facts: unknown;
+  createdAt: string;
+  /** Tries so far, and when the next is due. */
+  attempts: number;
+  nextAttemptAt: string;
+}
+
+/** One try of a notification or a verification, as `delivery-responses` shows it. */
+export interface DeliveryResponse {
+  url: string;
+  /** The receiver's status; null when none came (refused, timed out, not allowed). */
+  code: number | null;
+  /** The first 1,024 bytes of its body. */
+  body: string;
+  /** Its content-type and retry-after, when present. */
+  headers: Record<string, string>;
+  sentAt: string;
+  successful: boolean;
+  attempt: number;
+}
+
+/** A configuration a delivery response belongs to. */
+export interface ConfigurationRef { organization: string; viewId: string; configurationId: string }
+
+/** Delivery responses kept per configuration, newest first. */
+export const DELIVERY_RESPONSES_KEPT = 10;
+
+/**
+ * The notifier's durable state: which snapshot it checked last, the notifications recorded and not yet sent
+ * for good, the last delivery responses of each configuration, and the lease of the one sender.
+ */
+export interface NotifierStore {
+  /** The last snapshot whose pair was checked; null before the first. */
+  notifierCursor(): Promise<string | null>;
+  /** In one step: `snapshot` checked, and the notifications it made recorded (an outbox). */
+  recordChecked(snapshot: string, notifications: PendingNotification[]): Promise<void>;
+  /** Every notification not yet sent for good, in the order they were recorded. */
+  pendingNotifications(): Promise<PendingNotification[]>;
+  /**
+   * A try of pending notification `id`: its response kept, and the notification either due again at
+   * `nextAttemptAt` or, with null, done (sent, or failed for good).
+   */
+  recordAttempt(id: string, response: DeliveryResponse, nextAttemptAt: string | null): Promise<void>;
+  /** A response that belongs to no pending notification (a verification). */
+  recordResponse(ref: ConfigurationRef, response: DeliveryResponse): Promise<void>;
+  /** The configuration's last DELIVERY_RESPONSES_KEPT responses, newest first. */
+  deliveryResponses(ref: ConfigurationRef): Promise<DeliveryResponse[]>;
+  /** Takes or renews the sender's lease for `ttlMs`; false while another holder's lease runs. */
+  takeNotifierLease(holder: string, ttlMs: number): Promise<boolean>;
+  releaseNotifierLease(holder: string): Promise<void>;
+}
+
+export interface StateStore extends TokenStore, SavedViewStore, NotificationConfigurationStore, NotifierStore {
   close(): Promise<void>;
 }

@@ -10,8 +10,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { openJournalStore } from '../../src/store/journal-store.js';
 import { RedisStateStore } from '../../src/store/redis-store.js';
 import {
-  MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, TooManyConfigurationsError,
-  type NotificationConfiguration, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
+  DELIVERY_RESPONSES_KEPT, MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, TooManyConfigurationsError,
+  type DeliveryResponse, type NotificationConfiguration, type PendingNotification, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
 } from '../../src/store/state-store.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { sharedTestCluster, type TestRedisCluster } from '../helpers/redis-cluster.js';
@@ -431,6 +431,61 @@ export function contract(name: string, open: () => Promise<OpenedStore>): void {
         expect(failed).to.have.length(5);
         for (const e of failed) expect(e).to.be.instanceOf(TooManyConfigurationsError);
         expect(await store.listNotificationConfigurations('acme', a.id)).to.have.length(MAX_CONFIGURATIONS_PER_VIEW);
+      });
+    });
+
+    describe('notifier state', () => {
+      const ref = { organization: 'acme', viewId: vid(1), configurationId: 'nc-0000000000000001' };
+      const pending = (n: number, extra: Partial<PendingNotification> = {}): PendingNotification => ({
+        id: `nd-${String(n).padStart(16, '0')}`, ...ref, from: n === 1 ? null : `s${n - 1}`, to: `s${n}`, facts: { n, text: 'é "q"' },
+        createdAt: at(n), attempts: 0, nextAttemptAt: at(n), ...extra,
+      });
+      const response = (attempt: number, code: number | null): DeliveryResponse => ({
+        url: 'https://hooks.example.com/x', code, body: code === null ? '' : `answer ${attempt}`, headers: code === null ? {} : { 'content-type': 'text/plain' },
+        sentAt: at(100 + attempt), successful: code !== null && code < 300, attempt,
+      });
+
+      it('records a checked snapshot with its notifications in one step, in order, and keeps them until done', async () => {
+        expect(await store.notifierCursor()).to.equal(null);
+        expect(await store.pendingNotifications()).to.deep.equal([]);
+        await store.recordChecked('s1', [pending(1), pending(2)]);
+        await store.recordChecked('s2', []);
+        await store.recordChecked('s3', [pending(3)]);
+        expect(await store.notifierCursor()).to.equal('s3');
+        expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(1).id, pending(2).id, pending(3).id]);
+        await store.recordAttempt(pending(1).id, response(1, 503), at(200));
+        expect((await store.pendingNotifications())[0]).to.deep.equal({ ...pending(1), attempts: 1, nextAttemptAt: at(200) });
+        await store.recordAttempt(pending(1).id, response(2, 204), null);
+        await store.recordAttempt(pending(1).id, response(3, 204), null); // done already: nothing kept
+        expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(2).id, pending(3).id]);
+        expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503)]);
+        if (h!.reopen) {
+          store = await h!.reopen();
+          expect(await store.notifierCursor()).to.equal('s3');
+          expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(2).id, pending(3).id]);
+          expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503)]);
+        }
+      });
+
+      it(`keeps a configuration's last ${DELIVERY_RESPONSES_KEPT} responses, newest first, verifications among them`, async () => {
+        for (let i = 1; i <= DELIVERY_RESPONSES_KEPT + 3; i++) await store.recordResponse(ref, response(i, i % 2 === 0 ? 200 : null));
+        const kept = await store.deliveryResponses(ref);
+        expect(kept.map((r) => r.attempt)).to.deep.equal(Array.from({ length: DELIVERY_RESPONSES_KEPT }, (_, i) => DELIVERY_RESPONSES_KEPT + 3 - i));
+        expect(await store.deliveryResponses({ ...ref, configurationId: 'nc-0000000000000002' })).to.deep.equal([]);
+      });
+
+      it('gives the lease to one holder at a time, renews it for that holder, and frees it on release or expiry', async () => {
+        expect(await store.takeNotifierLease('a', 60_000)).to.equal(true);
+        expect(await store.takeNotifierLease('b', 60_000)).to.equal(false);
+        expect(await store.takeNotifierLease('a', 60_000)).to.equal(true);
+        await store.releaseNotifierLease('b'); // not b's: nothing happens
+        expect(await store.takeNotifierLease('b', 60_000)).to.equal(false);
+        await store.releaseNotifierLease('a');
+        expect(await store.takeNotifierLease('b', 50)).to.equal(true);
+        await new Promise((r) => setTimeout(r, 120));
+        expect(await store.takeNotifierLease('a', 60_000), 'b\'s lease expired').to.equal(true);
+        const { ok } = await settle(['c', 'd', 'e'].map((holder) => store.takeNotifierLease(holder, 60_000)));
+        expect(ok.filter(Boolean), 'a still holds it').to.have.length(0);
       });
     });
 
