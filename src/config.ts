@@ -30,6 +30,10 @@ export interface Config {
   metricsPublic: boolean;
   /** NOTIFY_ALLOW_HOSTS: hosts (lower case, with or without a port) notifications may reach over http or at a private address. */
   notifyAllowHosts: string[];
+  /** How long a notification request may take (NOTIFY_TIMEOUT_MS), how many tries it gets, the first retry's wait. */
+  notifyTimeoutMs: number;
+  notifyMaxAttempts: number;
+  notifyBackoffMs: number;
   exportConcurrency: number | null;
   snapshotPollMs: number;
   /**
@@ -139,6 +143,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || null,
     metricsPublic: /^(1|true|yes)$/i.test(env.METRICS_PUBLIC ?? ''),
     notifyAllowHosts: (env.NOTIFY_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    notifyTimeoutMs: int(env, 'NOTIFY_TIMEOUT_MS', 10_000, 1),
+    notifyMaxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 12, 1),
+    notifyBackoffMs: int(env, 'NOTIFY_BACKOFF_MS', 1000, 1),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0),

@@ -21,6 +21,7 @@ const USAGE = `usage: explorer <command>
   token list                                                     list tokens (no secrets)
   token revoke <id>
   serve                                                          run the HTTP server
+  notify                                                         send saved views' notifications, until stopped
   migrate-state --to-redis                                       copy the embedded tokens and saved views into REDIS_URL (or REDIS_CLUSTER)
 Environment: DATA_DIR (default ./data); see README.md for the rest.`;
 
@@ -36,6 +37,7 @@ async function main(argv: string[]): Promise<number> {
     case 'sync': return (await import('./sync.js')).sync(rest);
     case 'token': return (await import('./token.js')).token(rest);
     case 'serve': await (await import('./serve.js')).serve(rest); return -1;
+    case 'notify': return (await import('./notify.js')).notify(rest);
     case 'migrate-state': return (await import('./migrate-state.js')).migrate(rest);
     case undefined: case 'help': case '--help': console.log(USAGE); return command ? 0 : 2;
     default: throw new UsageError(`unknown command ${command}`);

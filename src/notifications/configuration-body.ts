@@ -6,7 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { catalogFor } from '../catalog/catalog.js';
 import { ApiError } from '../errors.js';
-import type { DestinationType, NotificationConfiguration, NotificationThreshold, NotificationTrigger, SavedView } from '../store/state-store.js';
+import type { DeliveryResponse, DestinationType, NotificationConfiguration, NotificationThreshold, NotificationTrigger, SavedView } from '../store/state-store.js';
 import { checkDestination, DestinationRefusedError, parseDestination, type DestinationPolicy } from './destination.js';
 
 export const NOTIFICATION_CONFIGURATION_TYPE = 'notification-configurations';
@@ -128,7 +128,11 @@ export async function parseConfigurationBody(body: unknown, ctx: ConfigurationCo
 }
 
 /** A configuration as a JSON:API resource: the token never answered, the saved view as its subscribable. */
-export function configurationResource(c: NotificationConfiguration, deliveryResponses: unknown[] = []) {
+/** A delivery response as `delivery-responses` and `actions/verify` answer it. */
+export const deliveryResponseResource = (r: DeliveryResponse) =>
+  ({ url: r.url, code: r.code, body: r.body, headers: r.headers, 'sent-at': r.sentAt, successful: r.successful, attempt: r.attempt });
+
+export function configurationResource(c: NotificationConfiguration, deliveryResponses: DeliveryResponse[] = []) {
   return {
     id: c.id,
     type: NOTIFICATION_CONFIGURATION_TYPE,
@@ -140,7 +144,7 @@ export function configurationResource(c: NotificationConfiguration, deliveryResp
       token: null,
       triggers: c.triggers,
       threshold: c.threshold,
-      'delivery-responses': deliveryResponses,
+      'delivery-responses': deliveryResponses.map(deliveryResponseResource),
       'created-at': c.createdAt,
       'updated-at': c.updatedAt,
     },

@@ -272,6 +272,14 @@ function notificationSpecs(viewPath: string): OperationSpec[] {
       errors: [400, 413, 415, 422],
     },
     {
+      method: 'post', path: `${one}/actions/verify`, operationId: 'verifyNotificationConfiguration', tag, organization: true,
+      summary: 'Send a test notification now',
+      description: 'Answers 200 with the delivery response whatever the receiver answered; it is kept among the configuration\'s `delivery-responses`.',
+      parameters: ['view_id', 'nc_id'],
+      responses: { 200: { description: 'How the receiver answered.', content: jsonApi(ref('DeliveryResponseDocument')) } },
+      errors: [],
+    },
+    {
       method: 'delete', path: one, operationId: 'deleteNotificationConfiguration', tag, organization: true,
       summary: 'Delete a notification configuration',
       parameters: ['view_id', 'nc_id'],

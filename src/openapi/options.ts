@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { catalogFor } from '../catalog/catalog.js';
 import type { Config } from '../config.js';
+import { VERSION } from '../version.js';
 import type { OpenApiOptions } from './document.js';
 
 // Compiled to dist/src/openapi/: the project root is three levels up.
@@ -17,7 +18,7 @@ export function openApiOptions(config: Settings): OpenApiOptions {
     publicUrl: config.publicUrl,
     queryTimeoutMs: config.queryTimeoutMs,
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
-    version: String(readJson('package.json').version),
+    version: VERSION,
     savedViewBodySchema: readJson('schemas/saved-view-body.schema.json'),
     notificationConfigurationBodySchema: readJson('schemas/notification-configuration-body.schema.json'),
     metrics: { token: config.metricsToken !== null, public: config.metricsPublic },

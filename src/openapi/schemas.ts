@@ -315,7 +315,7 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
               properties: { measure: { type: 'string', description: '`count`, or `sum:<number field of the view>`.' }, above: { type: 'number' }, below: { type: 'number' } },
             }],
           },
-          'delivery-responses': { type: 'array', maxItems: 10, items: { type: 'object' }, description: 'The last attempts, newest first.' },
+          'delivery-responses': { type: 'array', maxItems: 10, items: ref('DeliveryResponse'), description: 'The last tries, verifications included, newest first.' },
           'created-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
           'updated-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
         },
@@ -333,6 +333,21 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
       },
     },
   };
+  out.DeliveryResponse = {
+    type: 'object',
+    required: ['url', 'code', 'body', 'headers', 'sent-at', 'successful', 'attempt'],
+    additionalProperties: false,
+    properties: {
+      url: { type: 'string' },
+      code: { type: ['integer', 'null'], description: 'The receiver\'s status; null when none came (refused, timed out, an address not allowed).' },
+      body: { type: 'string', maxLength: 1024, description: 'The first 1,024 bytes of the receiver\'s body, or why no answer came.' },
+      headers: { type: 'object', additionalProperties: false, properties: { 'content-type': { type: 'string' }, 'retry-after': { type: 'string' } } },
+      'sent-at': { type: 'string', format: 'date-time' },
+      successful: { type: 'boolean' },
+      attempt: { type: 'integer', minimum: 1 },
+    },
+  };
+  out.DeliveryResponseDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('DeliveryResponse') } };
   out.NotificationConfigurationDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('NotificationConfiguration') } };
   out.NotificationConfigurationList = {
     type: 'object', required: ['data'], additionalProperties: false,

@@ -109,6 +109,11 @@ export interface Manifest {
   sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */
   batches?: AppliedBatch[];
+  /**
+   * The organizations this snapshot's own batches touched, against the snapshot before it: those a notifier
+   * checks. Absent for a load, which may change any organization.
+   */
+  changedOrganizations?: string[];
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
   compacted?: boolean;
 }

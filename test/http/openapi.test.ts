@@ -97,7 +97,7 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
   let contract: Contract;
 
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ env: { NOTIFY_ALLOW_HOSTS: '127.0.0.1' } });
     served = await answer(await h.request(OPENAPI_PATH));
     expect(served.status, served.text.slice(0, 300)).to.equal(200);
     doc = served.body;
@@ -390,10 +390,17 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId } })).status).to.equal(200);
     const patched = await call('PATCH', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId }, body: { data: { type: 'notification-configurations', attributes: { enabled: false } } } });
     expect(patched.body.data.attributes.enabled).to.equal(false);
-    const refused = await call('POST', NCS, { params: { view_id: id }, body: { data: { ...ncBody.data, attributes: { ...ncBody.data.attributes, url: 'https://127.0.0.1/' } } } });
+    const refused = await call('POST', NCS, { params: { view_id: id }, body: { data: { ...ncBody.data, attributes: { ...ncBody.data.attributes, url: 'https://10.0.0.1/' } } } });
     expect(refused.status).to.equal(422);
     expect(refused.body.errors[0].source).to.deep.equal({ pointer: '/data/attributes/url' });
     expect((await call('GET', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: 'nc-0000000000000000' } })).status).to.equal(404);
+    // A verification to a loopback port nothing listens on (allow-listed): the refusal is its answer.
+    const loopback = await call('PATCH', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId }, body: { data: { type: 'notification-configurations', attributes: { url: 'http://127.0.0.1:9/hook' } } } });
+    expect(loopback.status, loopback.text).to.equal(200);
+    const verified = await call('POST', `${NCS}/{nc_id}/actions/verify`, { params: { view_id: id, nc_id: ncId } });
+    expect(verified.status, verified.text).to.equal(200);
+    expect(verified.body.data).to.include({ code: null, successful: false, attempt: 1 });
+    expect((await call('GET', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId } })).body.data.attributes['delivery-responses']).to.have.length(1);
     expect((await call('DELETE', `${NCS}/{nc_id}`, { params: { view_id: id, nc_id: ncId } })).status).to.equal(200);
 
     expect((await call('DELETE', VIEW, { params: { view_id: id } })).status).to.equal(200);

@@ -5,11 +5,14 @@ import type { ParameterizedContext } from 'koa';
 import type { Config } from '../../config.js';
 import { ApiError, notFound } from '../../errors.js';
 import { randomBase62 } from '../../ids.js';
-import { configurationResource, parseConfigurationBody } from '../../notifications/configuration-body.js';
+import { configurationResource, deliveryResponseResource, parseConfigurationBody } from '../../notifications/configuration-body.js';
+import { deliver } from '../../notifications/deliver.js';
+import { renderBody, verificationFacts } from '../../notifications/payload.js';
 import {
   StoreUnavailableError, TooManyConfigurationsError,
   type NotificationConfiguration, type SavedView, type StateStore,
 } from '../../store/state-store.js';
+import { VERSION } from '../../version.js';
 import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
@@ -45,6 +48,10 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     if (!view) throw notFound();
     return view;
   }
+  /** The configuration as answered: its last delivery responses with it. */
+  const resource = async (c: NotificationConfiguration) =>
+    configurationResource(c, await stored(() => store.deliveryResponses({ organization: c.organization, viewId: c.viewId, configurationId: c.id })));
+
   async function configurationOf(ctx: Ctx): Promise<{ view: SavedView; configuration: NotificationConfiguration }> {
     const view = await viewOf(ctx);
     const configuration = await stored(() => store.getNotificationConfiguration(view.organization, view.id, ctx.params.nc_id!));
@@ -57,7 +64,7 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     const view = await viewOf(c);
     const configurations = await stored(() => store.listNotificationConfigurations(view.organization, view.id));
     c.state.rows = configurations.length;
-    sendJsonTagged(c, { data: configurations.map((nc) => configurationResource(nc)) });
+    sendJsonTagged(c, { data: await Promise.all(configurations.map(resource)) });
   });
 
   router.post(base, async (ctx) => {
@@ -71,7 +78,7 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
   });
 
   router.get(`${base}/:nc_id`, async (ctx) => {
-    sendJsonTagged(ctx, { data: configurationResource((await configurationOf(ctx as Ctx)).configuration) });
+    sendJsonTagged(ctx, { data: await resource((await configurationOf(ctx as Ctx)).configuration) });
   });
 
   router.patch(`${base}/:nc_id`, async (ctx) => {
@@ -81,7 +88,21 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     const changed = await parseConfigurationBody(body, { engine: config.engine, view, policy, current, id: current.id, now: new Date().toISOString() });
     const updated = await stored(() => store.updateNotificationConfiguration(changed));
     if (!updated) throw notFound(); // deleted meanwhile
-    sendJson(c, 200, { data: configurationResource(updated) });
+    sendJson(c, 200, { data: await resource(updated) });
+  });
+
+  // A test notification now, whatever the configuration's triggers; its response kept with the others.
+  router.post(`${base}/:nc_id/actions/verify`, async (ctx) => {
+    const c = ctx as Ctx;
+    const { view, configuration } = await configurationOf(c);
+    const publicUrl = config.publicUrl ?? `${c.protocol}://${c.host}`;
+    const response = await deliver({
+      url: configuration.url, body: renderBody(configuration.destinationType, verificationFacts(publicUrl, view, configuration)),
+      deliveryId: `nd-${randomBase62(16)}`, token: configuration.destinationType === 'generic' ? configuration.token : null, attempt: 1,
+      userAgent: `explorer-notifier/${VERSION}`, timeoutMs: config.notifyTimeoutMs, policy,
+    });
+    await stored(() => store.recordResponse({ organization: view.organization, viewId: view.id, configurationId: configuration.id }, response));
+    sendJson(c, 200, { data: deliveryResponseResource(response) });
   });
 
   router.delete(`${base}/:nc_id`, async (ctx) => {

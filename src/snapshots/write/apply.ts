@@ -274,6 +274,7 @@ async function applyLocked(
       ...layers,
       sequence: (current.sequence ?? 0) + 1,
       batches: [...(current.batches ?? []), ...records].slice(-BATCHES_RECORDED),
+      changedOrganizations: delta.touched,
       sizes,
     };
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));

@@ -47,6 +47,8 @@ export interface DeltaResult {
   rows: Record<string, number>;
   /** The organizations the new delta holds, and how many workspaces it replaces. */
   held: string[];
+  /** The organizations this batch touched (upserted or deleted something of). */
+  touched: string[];
   replacedWorkspaces: number;
   /** Records per source file of the resulting source (provider and module rows as stored: duplicates merged). */
   counts: Record<string, number>;
@@ -108,7 +110,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const access = await accessAfter(b);
     const batch = await batchCounts(b);
     await checkpoint(b);
-    return { organizationKeys, organizationRows, rows, held, replacedWorkspaces, counts, access, batch };
+    return { organizationKeys, organizationRows, rows, held, touched: [...touchedNames].sort(), replacedWorkspaces, counts, access, batch };
   } finally {
     release();
     db.closeSync();

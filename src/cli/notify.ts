@@ -1,0 +1,28 @@
+// `explorer notify`: sends the notifications of saved views' configurations (docs/notifications.md) until
+// SIGTERM or SIGINT. One runs at a time per state store: a second waits for the first's lease.
+import { loadConfig } from '../config.js';
+import { runNotifier } from '../notifications/notifier.js';
+import { openStateStore } from '../store/open-store.js';
+import { VERSION } from '../version.js';
+import { parseArgs, UsageError } from './args.js';
+
+export async function notify(argv: string[]): Promise<number> {
+  const args = parseArgs(argv, []);
+  if (args.positional.length > 0) throw new UsageError('notify takes no arguments');
+  const config = loadConfig();
+  const store = await openStateStore(config);
+  const stop = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
+  const publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  console.error(`notify: checking the snapshots of ${config.dataDir} for saved views' notifications`);
+  try {
+    await runNotifier({
+      dataDir: config.dataDir, engine: config.engine, store, publicUrl, policy: { allowHosts: config.notifyAllowHosts },
+      timeoutMs: config.notifyTimeoutMs, maxAttempts: config.notifyMaxAttempts, backoffMs: config.notifyBackoffMs, userAgent: `explorer-notifier/${VERSION}`, signal: stop.signal,
+      log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
+    });
+  } finally {
+    await store.close();
+  }
+  return 0;
+}

@@ -1,0 +1,191 @@
+// `explorer notify`: the one sender (docs/notifications.md). While it holds the lease in the state store it
+// checks each snapshot pair once, in the order the snapshots became current, records the notifications a
+// pair makes in the same step as the pair (an outbox), and sends them: each configuration's in order, one at
+// a time, every configuration on its own so that a slow receiver delays only its own; failures retried with
+// backoff up to NOTIFY_MAX_ATTEMPTS, the delivery id the same on every try.
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { LookupFunction } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openInstance } from '../duckdb/open-instance.js';
+import { randomBase62 } from '../ids.js';
+import { openSnapshot, type Snapshot } from '../snapshots/read/current-snapshot.js';
+import { listSnapshotIds, readCurrentId, readManifest } from '../snapshots/snapshot-dir.js';
+import type { NotificationConfiguration, PendingNotification, SavedView, StateStore } from '../store/state-store.js';
+import { attachSnapshots, checkPair } from './check-pair.js';
+import { deliver } from './deliver.js';
+import type { DestinationPolicy } from './destination.js';
+import { notificationFacts, renderBody, type NotificationFacts } from './payload.js';
+
+export interface NotifierOptions {
+  dataDir: string;
+  engine: string;
+  store: StateStore;
+  /** Links in the payloads are built on it (PUBLIC_URL, or the server's own address). */
+  publicUrl: string;
+  policy: DestinationPolicy;
+  timeoutMs: number;
+  maxAttempts: number;
+  userAgent: string;
+  signal: AbortSignal;
+  log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+  /** How often CURRENT and the outbox are looked at. */
+  pollMs?: number;
+  /** How long the lease lasts without renewal: a dead sender's successor takes over after it. */
+  leaseMs?: number;
+  /** The first retry's wait; each later one doubles it, up to ten minutes, with jitter. */
+  backoffMs?: number;
+  /** Resolves receivers' names (tests give their own). */
+  lookup?: LookupFunction;
+}
+
+const MAX_BACKOFF_MS = 10 * 60_000;
+
+/** The wait before try `attempt` + 1: 1 s, 2 s, 4 s … capped, ±20 % so that retries do not march in step. */
+export const backoff = (attempt: number, firstMs: number) => Math.min(MAX_BACKOFF_MS, firstMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4);
+
+export async function runNotifier(opts: NotifierOptions): Promise<void> {
+  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const leaseMs = opts.leaseMs ?? 15_000;
+  const pollMs = opts.pollMs ?? 500;
+  let leased = false;
+  let renewedAt = 0;
+  // The configurations with a send in flight: one at a time each, all of them side by side.
+  const sending = new Map<string, Promise<void>>();
+  try {
+    while (!opts.signal.aborted) {
+      // The lease, renewed at a third of its length: a holder that stops renewing loses it to the next.
+      if (Date.now() - renewedAt > leaseMs / 3) {
+        const held = await opts.store.takeNotifierLease(holder, leaseMs).catch((e: Error) => {
+          opts.log('warn', 'the lease could not be taken or renewed', { error: e.message });
+          return false;
+        });
+        if (held !== leased) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
+        leased = held;
+        renewedAt = held ? Date.now() : 0;
+      }
+      if (leased) {
+        try {
+          await checkNewSnapshots(opts);
+          await startDue(opts, sending);
+        } catch (e) {
+          opts.log('warn', 'notifications not checked or sent this time', { error: (e as Error).message });
+        }
+      }
+      await sleep(leased ? pollMs : Math.min(leaseMs / 3, 1000), undefined, { signal: opts.signal }).catch(() => undefined);
+    }
+  } finally {
+    await Promise.all(sending.values());
+    if (leased) await opts.store.releaseNotifierLease(holder).catch(() => undefined);
+  }
+}
+
+/** The snapshots that became current since the last one checked, each pair checked and recorded with its notifications. */
+async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
+  const current = await readCurrentId(opts.dataDir);
+  if (current === null) return;
+  const cursor = await opts.store.notifierCursor();
+  if (cursor === null) {
+    // The first start: the snapshot current now is where checking begins (its history was never notified).
+    await opts.store.recordChecked(current, []);
+    opts.log('info', 'notifications start from the current snapshot', { snapshot: current });
+    return;
+  }
+  if (cursor >= current) return;
+  const retained = (await listSnapshotIds(opts.dataDir)).filter((id) => id > cursor && id <= current);
+  let previous: string = cursor;
+  for (const id of retained) {
+    if (opts.signal.aborted) return;
+    const notifications = await checkOnePair(opts, previous, id).catch((e: Error) => {
+      // The older one left retention (or cannot be read): the pair is skipped, said, and checking goes on.
+      opts.log('warn', 'snapshot pair skipped', { from: previous, to: id, error: e.message });
+      return [];
+    });
+    await opts.store.recordChecked(id, notifications);
+    if (notifications.length > 0) opts.log('info', 'snapshot pair checked', { from: previous, to: id, notifications: notifications.length });
+    previous = id;
+  }
+}
+
+/** Every enabled configuration of the organizations `to` changed, checked between `from` and `to`. */
+async function checkOnePair(opts: NotifierOptions, fromId: string, toId: string): Promise<PendingNotification[]> {
+  const manifest = await readManifest(opts.dataDir, toId);
+  const [from, to] = await Promise.all([openSnapshot(opts.dataDir, fromId), openSnapshot(opts.dataDir, toId)]);
+  const organizations = manifest.changedOrganizations ?? [...new Set([...from.organizations, ...to.organizations])].sort();
+  const checks: { view: SavedView; configuration: NotificationConfiguration }[] = [];
+  for (const organization of organizations) {
+    for (const view of await opts.store.listViews(organization)) {
+      for (const configuration of await opts.store.listNotificationConfigurations(organization, view.id)) {
+        if (configuration.enabled) checks.push({ view, configuration });
+      }
+    }
+  }
+  if (checks.length === 0) return [];
+  const instance = await openInstance(':memory:', { threads: '1', memory_limit: '512MB' });
+  const db = await instance.connect();
+  try {
+    await attachSnapshots(db, new Set(), from, to);
+    const made: PendingNotification[] = [];
+    const now = new Date().toISOString();
+    for (const { view, configuration } of checks) {
+      const fired = await checkOne(db, opts, from, to, view, configuration);
+      if (fired === null) continue;
+      made.push({
+        id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
+        from: from.id, to: to.id, facts: fired, createdAt: now, attempts: 0, nextAttemptAt: now,
+      });
+    }
+    return made;
+  } finally {
+    db.closeSync();
+    instance.closeSync();
+  }
+}
+
+async function checkOne(db: DuckDBConnection, opts: NotifierOptions, from: Snapshot, to: Snapshot, view: SavedView,
+  configuration: NotificationConfiguration): Promise<NotificationFacts | null> {
+  const fired = await checkPair(db, opts.engine, from, to, view, configuration);
+  if (fired.length === 0) return null;
+  return notificationFacts({ publicUrl: opts.publicUrl, view, configuration, from: from.id, to: to.id, toLoadedAt: to.manifest.createdAt, fired });
+}
+
+/** Starts the due notification of each configuration that has none in flight: its oldest pending one. */
+async function startDue(opts: NotifierOptions, sending: Map<string, Promise<void>>): Promise<void> {
+  const pending = await opts.store.pendingNotifications();
+  const first = new Map<string, PendingNotification>();
+  for (const n of pending) {
+    const key = `${n.organization}\n${n.viewId}\n${n.configurationId}`;
+    if (!first.has(key)) first.set(key, n);
+  }
+  const now = Date.now();
+  for (const [key, n] of first) {
+    if (sending.has(key) || Date.parse(n.nextAttemptAt) > now || opts.signal.aborted) continue;
+    const task = sendOne(opts, n).catch((e: Error) => opts.log('warn', 'a notification could not be recorded as tried', { delivery: n.id, error: e.message }))
+      .finally(() => sending.delete(key));
+    sending.set(key, task);
+  }
+}
+
+/** One try of a pending notification, recorded: done when it succeeded or failed for good, else due again later. */
+async function sendOne(opts: NotifierOptions, n: PendingNotification): Promise<void> {
+  const configuration = await opts.store.getNotificationConfiguration(n.organization, n.viewId, n.configurationId);
+  const attempt = n.attempts + 1;
+  if (!configuration) {
+    // Deleted since: nothing is sent, and the notification is done.
+    await opts.store.recordAttempt(n.id, { url: '', code: null, body: 'the configuration was deleted', headers: {}, sentAt: new Date().toISOString(), successful: false, attempt }, null);
+    return;
+  }
+  const response = await deliver({
+    url: configuration.url, body: renderBody(configuration.destinationType, n.facts as NotificationFacts), deliveryId: n.id,
+    token: configuration.destinationType === 'generic' ? configuration.token : null, attempt, userAgent: opts.userAgent,
+    timeoutMs: opts.timeoutMs, policy: opts.policy, ...(opts.lookup ? { lookup: opts.lookup } : {}),
+  });
+  const done = response.successful || attempt >= opts.maxAttempts;
+  const next = done ? null : new Date(Date.now() + backoff(attempt, opts.backoffMs ?? 1000)).toISOString();
+  await opts.store.recordAttempt(n.id, response, next);
+  // Never the receiver's body or headers, nor the token: the delivery, its status and what comes next.
+  if (response.successful) opts.log('info', 'notification sent', { delivery: n.id, configuration: n.configurationId, attempt, code: response.code });
+  else if (done) opts.log('warn', 'notification failed for good', { delivery: n.id, configuration: n.configurationId, attempt, code: response.code });
+  else opts.log('info', 'notification to be tried again', { delivery: n.id, configuration: n.configurationId, attempt, code: response.code, next });
+}
