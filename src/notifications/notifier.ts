@@ -50,7 +50,8 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
   const leaseMs = opts.leaseMs ?? 15_000;
   const pollMs = opts.pollMs ?? 500;
   let leased = false;
-  let renewedAt = 0;
+  // -1 before the first try: its outcome is said either way.
+  let renewedAt = -1;
   // The configurations with a send in flight: one at a time each, all of them side by side.
   const sending = new Map<string, Promise<void>>();
   try {
@@ -61,7 +62,7 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
           opts.log('warn', 'the lease could not be taken or renewed', { error: e.message });
           return false;
         });
-        if (held !== leased) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
+        if (held !== leased || renewedAt === -1) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
         leased = held;
         renewedAt = held ? Date.now() : 0;
       }

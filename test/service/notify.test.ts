@@ -1,0 +1,144 @@
+// `explorer notify` as an operator runs it, against a real receiver on loopback: a batch that makes a workspace
+// drift reaches a view of drifted workspaces as one signed notification; a 503 is tried again with the same
+// delivery id; a redirect is a failure, not followed; a slow receiver delays no other; a batch of another
+// organization sends nothing; a second notifier waits for the first's lease.
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { openStateStore } from '../../src/store/open-store.js';
+import type { NotificationConfiguration, SavedView, StateStore } from '../../src/store/state-store.js';
+import { ORG, OTHER_ORG, workspaces, writeSmallSource } from '../fixtures/small-source.js';
+import { startReceiver, type Answer, type Receiver } from '../helpers/receiver.js';
+
+const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+const byId = (id: string) => workspaces.find((w) => w.id === id)!;
+
+describe('explorer notify', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let store: StateStore;
+  let receiver: Receiver;
+  let batches = 0;
+  const children: ChildProcess[] = [];
+
+  const view = (id: string, organization: string): SavedView => ({
+    id, organization, name: 'drifted', queryType: 'workspaces', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+    query: { type: 'workspaces', filter: [{ field: 'drifted', operator: 'is', value: ['true'] }], sort: ['workspace_name'] },
+  });
+  const configuration = (id: string, v: SavedView, path: string, extra: Partial<NotificationConfiguration> = {}): NotificationConfiguration => ({
+    id, organization: v.organization, viewId: v.id, name: path, enabled: true, destinationType: 'generic', url: `${receiver.url}${path}`,
+    token: null, triggers: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed'], threshold: null,
+    createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', ...extra,
+  });
+  const notifier = () => {
+    const child = spawn(process.execPath, [CLI, 'notify'], {
+      env: { ...process.env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_MAX_ATTEMPTS: '2', PUBLIC_URL: 'https://explorer.example.com' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr!.resume();
+    return { child, lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>) };
+  };
+  const until = async (test: () => boolean, what: string, ms = 30_000) => {
+    for (const end = Date.now() + ms; !test();) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await sleep(50);
+    }
+  };
+  /** A batch of the workspaces given, applied as `apply` does. */
+  const apply = async (rows: object[]) => {
+    const batch = join(dir, `batch-${++batches}`);
+    mkdirSync(batch);
+    writeFileSync(join(batch, 'workspaces.ndjson'), ndjson(rows));
+    await applyBatch(batch, { dataDir: dir, memoryLimit: '512MB' });
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'explorer-notify-'));
+    writeSmallSource(join(dir, 'source'));
+    await loadSnapshot(join(dir, 'source'), { dataDir: dir, memoryLimit: '512MB' });
+    store = await openStateStore(loadConfig({ DATA_DIR: dir }));
+    // /slow answers after 4 s; /flaky 503 first; /moved redirects; /other is another organization's.
+    receiver = await startReceiver((r, n): Answer => {
+      if (r.path === '/slow') return { status: 200, delayMs: 4000 };
+      if (r.path === '/flaky') return n === 1 ? { status: 503, body: 'busy', headers: { 'Retry-After': '1' } } : { status: 200, body: 'ok' };
+      if (r.path === '/moved') return { status: 302, headers: { Location: `${receiver.url}/elsewhere` } };
+      return { status: 204 };
+    });
+    const acme = view('sq-000000000000000A', ORG);
+    const globex = view('sq-000000000000000G', OTHER_ORG);
+    await store.createView(acme);
+    await store.createView(globex);
+    await store.createNotificationConfiguration(configuration('nc-00000000000flaky', acme, '/flaky', { token: 'shared secret' }));
+    await store.createNotificationConfiguration(configuration('nc-00000000000moved', acme, '/moved'));
+    await store.createNotificationConfiguration(configuration('nc-000000000000slow', acme, '/slow'));
+    await store.createNotificationConfiguration(configuration('nc-00000000000other', globex, '/other'));
+    await store.createNotificationConfiguration(configuration('nc-0000000000000off', acme, '/off', { enabled: false }));
+  });
+  after(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await receiver?.close();
+    await store?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends a signed notification of the rows a batch moved into and out of the view, tries a 503 again with the same delivery id, and keeps a slow receiver from delaying the others', async () => {
+    const first = notifier();
+    await until(() => first.lines().some((l) => l.message === 'notifications start from the current snapshot'), 'the notifier to start');
+    const second = notifier();
+    await until(() => second.lines().some((l) => l.message === 'another notifier sends; waiting'), 'the second notifier to wait');
+
+    await apply([{ ...byId('ws-aaa2'), drift: { drifted: true, resources_drifted: 1, resources_undrifted: 11 } }]);
+    await until(() => receiver.received.filter((r) => r.path === '/flaky').length === 2, 'the flaky receiver\'s second try');
+    const [tried, retried] = receiver.received.filter((r) => r.path === '/flaky');
+    expect(retried!.headers['x-explorer-delivery']).to.match(/^nd-[0-9A-Za-z]{16}$/).and.equal(tried!.headers['x-explorer-delivery']);
+    expect(retried!.body).to.equal(tried!.body);
+    expect(retried!.headers['user-agent']).to.match(/^explorer-notifier\/\d+\.\d+\.\d+/);
+    expect(retried!.headers['content-type']).to.equal('application/json');
+    expect(retried!.headers['x-explorer-notification-signature']).to.equal(createHmac('sha512', 'shared secret').update(retried!.body).digest('hex'));
+    const body = JSON.parse(retried!.body);
+    expect(body).to.include({ payload_version: 1, notification_configuration_id: 'nc-00000000000flaky', organization_name: ORG, view_id: 'sq-000000000000000A', view_name: 'drifted' });
+    expect(body.notifications).to.have.length(1);
+    expect(body.notifications[0]).to.deep.include({ trigger: 'explorer:rows-added', counts: { added: 1, removed: 0, changed: 0 } });
+    expect(body.notifications[0].rows).to.deep.equal([{ id: 'ws-aaa2', change: 'added', workspace_name: 'Payments-worker' }]);
+    expect(body.notifications[0].changes_url).to.equal(`https://explorer.example.com/api/v2/organizations/${ORG}/explorer/views/sq-000000000000000A/changes?from=${body.from_snapshot}&to=${body.to_snapshot}`);
+    expect(body.view_url).to.match(/^https:\/\/explorer\.example\.com\/explorer#org=acme-corp&type=workspaces&/);
+    // The slow receiver's answer (4 s) had not come when the flaky one's second try (100 ms after the first) did.
+    const slow = receiver.received.find((r) => r.path === '/slow')!;
+    expect(retried!.at - slow.at).to.be.below(4000);
+    expect(receiver.received.filter((r) => r.path === '/other' || r.path === '/off'), 'another organization, a disabled configuration').to.deep.equal([]);
+    expect(second.lines().some((l) => l.message === 'notification sent'), 'the waiting notifier sent nothing').to.equal(false);
+
+    // A redirect is a failure and is not followed: tried NOTIFY_MAX_ATTEMPTS (2) times, then failed for good.
+    await until(() => first.lines().some((l) => l.message === 'notification failed for good' && l.configuration === 'nc-00000000000moved'), 'the redirect to fail');
+    expect(receiver.received.filter((r) => r.path === '/moved')).to.have.length(2);
+    expect(receiver.received.filter((r) => r.path === '/elsewhere')).to.deep.equal([]);
+    const moved = await store.deliveryResponses({ organization: ORG, viewId: 'sq-000000000000000A', configurationId: 'nc-00000000000moved' });
+    expect(moved.map((r) => [r.code, r.successful, r.attempt])).to.deep.equal([[302, false, 2], [302, false, 1]]);
+    const flaky = await store.deliveryResponses({ organization: ORG, viewId: 'sq-000000000000000A', configurationId: 'nc-00000000000flaky' });
+    expect(flaky.map((r) => [r.code, r.successful, r.attempt, r.body])).to.deep.equal([[200, true, 2, 'ok'], [503, false, 1, 'busy']]);
+    expect(flaky[1]!.headers).to.deep.equal({ 'content-type': 'text/plain', 'retry-after': '1' });
+
+    // A batch of another organization only: its configuration hears of it, acme's do not.
+    const heard = receiver.received.length;
+    await apply([{ ...byId('ws-bbb1'), drift: { drifted: true, resources_drifted: 1, resources_undrifted: 0 } }]);
+    await until(() => receiver.received.some((r) => r.path === '/other'), 'the other organization\'s notification');
+    await sleep(500);
+    expect(receiver.received.slice(heard).map((r) => r.path)).to.deep.equal(['/other']);
+    await until(() => (first.lines().filter((l) => l.message === 'notification sent' && l.configuration === 'nc-000000000000slow')).length === 1, 'the slow receiver\'s answer');
+    first.child.kill('SIGTERM');
+    second.child.kill('SIGTERM');
+    const codes = await Promise.all([first.child, second.child].map((c) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', r)))));
+    expect(codes).to.deep.equal([0, 0]);
+  });
+});
