@@ -34,6 +34,8 @@ export interface Config {
   notifyTimeoutMs: number;
   notifyMaxAttempts: number;
   notifyBackoffMs: number;
+  /** How long the sender's lease lasts unrenewed (NOTIFY_LEASE_MS): a dead sender's successor takes over after it. */
+  notifyLeaseMs: number;
   exportConcurrency: number | null;
   snapshotPollMs: number;
   /**
@@ -146,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     notifyTimeoutMs: int(env, 'NOTIFY_TIMEOUT_MS', 10_000, 1),
     notifyMaxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 12, 1),
     notifyBackoffMs: int(env, 'NOTIFY_BACKOFF_MS', 1000, 1),
+    notifyLeaseMs: int(env, 'NOTIFY_LEASE_MS', 15_000, 100),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0),

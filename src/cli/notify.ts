@@ -18,7 +18,7 @@ export async function notify(argv: string[]): Promise<number> {
   try {
     await runNotifier({
       dataDir: config.dataDir, engine: config.engine, store, publicUrl, policy: { allowHosts: config.notifyAllowHosts },
-      timeoutMs: config.notifyTimeoutMs, maxAttempts: config.notifyMaxAttempts, backoffMs: config.notifyBackoffMs, userAgent: `explorer-notifier/${VERSION}`, signal: stop.signal,
+      timeoutMs: config.notifyTimeoutMs, maxAttempts: config.notifyMaxAttempts, backoffMs: config.notifyBackoffMs, leaseMs: config.notifyLeaseMs, userAgent: `explorer-notifier/${VERSION}`, signal: stop.signal,
       log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
     });
   } finally {

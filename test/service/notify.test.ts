@@ -38,9 +38,9 @@ describe('explorer notify', function () {
     token: null, triggers: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed'], threshold: null,
     createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', ...extra,
   });
-  const notifier = () => {
+  const notifier = (env: Record<string, string> = {}) => {
     const child = spawn(process.execPath, [CLI, 'notify'], {
-      env: { ...process.env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_MAX_ATTEMPTS: '2', PUBLIC_URL: 'https://explorer.example.com' },
+      env: { ...process.env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_MAX_ATTEMPTS: '2', PUBLIC_URL: 'https://explorer.example.com', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -140,5 +140,50 @@ describe('explorer notify', function () {
     second.child.kill('SIGTERM');
     const codes = await Promise.all([first.child, second.child].map((c) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', r)))));
     expect(codes).to.deep.equal([0, 0]);
+  });
+
+  it('loses no notification through kill -9 of the sender at many moments: each arrives, in order, repeated at most once with the same id', async () => {
+    // Only the flaky configuration from here: the others are disabled.
+    for (const id of ['nc-00000000000moved', 'nc-000000000000slow', 'nc-00000000000other']) {
+      const c = (await store.getNotificationConfiguration(id === 'nc-00000000000other' ? OTHER_ORG : ORG, id === 'nc-00000000000other' ? 'sq-000000000000000G' : 'sq-000000000000000A', id))!;
+      await store.updateNotificationConfiguration({ ...c, enabled: false });
+    }
+    const before = receiver.received.length;
+    const kills: number[] = [];
+    let flips = 0;
+    const lease = { NOTIFY_LEASE_MS: '600' };
+    // Each round: a batch flips ws-aaa2's drift (a notification for each), a sender starts and is killed after a growing delay.
+    for (let delay = 50; delay <= 1250; delay += 150) {
+      await apply([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0 ? false : true, resources_drifted: flips, resources_undrifted: 11 } }]);
+      const n = notifier(lease);
+      await sleep(delay);
+      n.child.kill('SIGKILL');
+      await new Promise((r) => (n.child.exitCode !== null || n.child.signalCode !== null ? r(null) : n.child.once('exit', r)));
+      kills.push(delay);
+    }
+    // The killed senders sent some of them: the kills landed while they worked.
+    expect(receiver.received.slice(before).length, 'sent before the last sender started').to.be.above(0);
+    // One more sender, left to finish: every notification arrives.
+    const last = notifier(lease);
+    const expected = flips;
+    const firsts = () => {
+      const seen = new Map<string, { at: number; to: string; count: number }>();
+      for (const r of receiver.received.slice(before).filter((x) => x.path === '/flaky')) {
+        const id = r.headers['x-explorer-delivery'] as string;
+        const prior = seen.get(id);
+        if (prior) prior.count++;
+        else seen.set(id, { at: r.at, to: JSON.parse(r.body).to_snapshot, count: 1 });
+      }
+      return seen;
+    };
+    await until(() => firsts().size >= expected, 'every notification', 60_000);
+    last.child.kill('SIGTERM');
+    await new Promise((r) => (last.child.exitCode !== null ? r(null) : last.child.once('exit', r)));
+    expect(await store.pendingNotifications(), 'the outbox empty').to.deep.equal([]);
+    const seen = firsts();
+    expect(seen.size, `deliveries after ${kills.length} kills`).to.equal(expected);
+    for (const [id, v] of seen) expect(v.count, `${id}: at most one repeat`).to.be.at.most(2);
+    const order = [...seen.values()].sort((a, b) => a.at - b.at).map((v) => v.to);
+    expect(order, 'in snapshot order').to.deep.equal([...order].sort());
   });
 });
