@@ -63,11 +63,14 @@ run: build
 	echo "(its log: $(DATA_DIR)/ingest.log). Try:"; \
 	echo "  $(EXPLORER) sample-changes $${last:-<the loaded source>} $(DATA_DIR)/spool/new --batches 3 --workspaces 20"; \
 	echo "  mv $(DATA_DIR)/spool/new/batch-0001 $(DATA_DIR)/spool/incoming/"; echo
+	@echo "Notifications: saved views' notification configurations are sent by a notifier (its log: $(DATA_DIR)/notify.log)."; echo
 	@node dist/src/cli/main.js ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
-	trap 'kill $$ingest 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	node dist/src/cli/main.js notify >> $(DATA_DIR)/notify.log 2>&1 & notify=$$!; \
+	trap 'kill $$ingest $$notify 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	$(EXPLORER) serve
 
-# (The follower is started as node itself, not through npm, so that the trap's kill reaches it when the server stops.)
+# (The follower and the notifier are started as node itself, not through npm, so that the trap's kill reaches
+# them when the server stops.)
 
 # HAProxy, Redis and curl from Debian's packages, for make cluster and its tests.
 cluster-deps:

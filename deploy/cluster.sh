@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make cluster / make cluster-stop: the deployment of docs/deployment.md on one machine, for trying and for
 # tests. HAProxy (deploy/haproxy.cfg), CLUSTER_INSTANCES explorer instances on one DATA_DIR, one ingest
-# follower, and a Redis Cluster of three primaries and three replicas, all on loopback. Each process's pid
+# follower, one notifier, and a Redis Cluster of three primaries and three replicas, all on loopback. Each process's pid
 # is in $DATA_DIR/cluster/<name>.pid and its log in $DATA_DIR/cluster/<name>.log. `start` starts only what is
 # not running (so it brings back a process that died or was stopped); `stop` stops what those pid files
 # name, and nothing else.
@@ -85,6 +85,7 @@ do_start() {
   # The one writer of DATA_DIR: batches renamed into spool/incoming/ reach every instance by the snapshot switch.
   mkdir -p "$DATA_DIR/spool/incoming"
   start ingest "main.js ingest" "${CLI[@]}" ingest "$DATA_DIR/spool"
+  start notify "main.js notify" "${CLI[@]}" notify
   for i in $(seq 1 "$CLUSTER_INSTANCES"); do await 60 curl -sf "http://$CLUSTER_HOST:$((CLUSTER_INSTANCE_PORT + i - 1))/readyz"; done
 
   echo "HAProxy:"
@@ -104,13 +105,13 @@ do_start() {
 do_stop() {
   [ -d "$DIR" ] || return 0
   # HAProxy first, so that no request reaches an instance that is stopping; Redis last.
-  local names=(haproxy ingest)
+  local names=(haproxy ingest notify)
   for f in "$DIR"/explorer-*.pid; do [ -e "$f" ] && names+=("$(basename "$f" .pid)"); done
   for f in "$DIR"/redis-*.pid; do [ -e "$f" ] && names+=("$(basename "$f" .pid)"); done
   for name in "${names[@]}"; do
     local pid
     pid=$(cat "$DIR/$name.pid" 2>/dev/null) || continue
-    local pattern=${name%%-*}; [ "$pattern" = explorer ] && pattern="main.js serve"; [ "$pattern" = ingest ] && pattern="main.js ingest"; [ "$pattern" = redis ] && pattern=redis-server
+    local pattern=${name%%-*}; [ "$pattern" = explorer ] && pattern="main.js serve"; [ "$pattern" = ingest ] && pattern="main.js ingest"; [ "$pattern" = notify ] && pattern="main.js notify"; [ "$pattern" = redis ] && pattern=redis-server
     if running "$name" "$pattern"; then
       kill -TERM "$pid"
       for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
