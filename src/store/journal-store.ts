@@ -22,7 +22,7 @@ type JournalRecord =
   | { v: 1; kind: 'del-view'; organization: string; id: string }
   | { v: 1; kind: 'put-nc'; configuration: NotificationConfiguration }
   | { v: 1; kind: 'del-nc'; organization: string; viewId: string; id: string }
-  | { v: 1; kind: 'notify-checked'; snapshot: string; notifications: PendingNotification[] }
+  | { v: 1; kind: 'notify-checked'; snapshot: string | null; notifications: PendingNotification[] }
   | { v: 1; kind: 'notify-attempt'; id: string; response: DeliveryResponse; next: string | null }
   | { v: 1; kind: 'notify-response'; ref: ConfigurationRef; response: DeliveryResponse }
   | { v: 1; kind: 'notify-lease'; holder: string | null; until: number };
@@ -67,7 +67,7 @@ function invalidity(rec: unknown): string | undefined {
       return isObj(rec.configuration) && isStr(rec.configuration.id) && isStr(rec.configuration.organization) && isStr(rec.configuration.viewId)
         ? undefined : 'put-nc without configuration.id, configuration.organization or configuration.viewId';
     case 'del-nc': return isStr(rec.id) && isStr(rec.organization) && isStr(rec.viewId) ? undefined : 'del-nc without id, organization or viewId';
-    case 'notify-checked': return isStr(rec.snapshot) && Array.isArray(rec.notifications) ? undefined : 'notify-checked without snapshot or notifications';
+    case 'notify-checked': return (isStr(rec.snapshot) || rec.snapshot === null) && Array.isArray(rec.notifications) ? undefined : 'notify-checked without snapshot or notifications';
     case 'notify-attempt': return isStr(rec.id) && isObj(rec.response) ? undefined : 'notify-attempt without id or response';
     case 'notify-response': return isObj(rec.ref) && isObj(rec.response) ? undefined : 'notify-response without ref or response';
     case 'notify-lease': return typeof rec.until === 'number' ? undefined : 'notify-lease without until';
@@ -256,6 +256,10 @@ export class JournalStore implements StateStore {
 
   async recordChecked(snapshot: string, notifications: PendingNotification[]): Promise<void> {
     await this.mutate(() => this.append({ v: 1, kind: 'notify-checked', snapshot, notifications }));
+  }
+
+  async queueNotifications(notifications: PendingNotification[]): Promise<void> {
+    await this.mutate(() => this.append({ v: 1, kind: 'notify-checked', snapshot: null, notifications }));
   }
 
   async pendingNotifications(): Promise<PendingNotification[]> {
@@ -467,7 +471,7 @@ export class JournalStore implements StateStore {
         break;
       }
       case 'notify-checked':
-        this.cursor = rec.snapshot;
+        if (rec.snapshot !== null) this.cursor = rec.snapshot;
         for (const n of rec.notifications) this.pending.set(n.id, n);
         break;
       case 'notify-attempt': {

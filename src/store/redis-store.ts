@@ -72,9 +72,9 @@ if not held then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return held`;
 
-// KEYS: cursor, pending, order, seq. ARGV: the snapshot, then id and JSON of each notification.
+// KEYS: cursor, pending, order, seq. ARGV: the snapshot ('' to leave the cursor), then id and JSON of each notification.
 const RECORD_CHECKED = `
-redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[1] ~= '' then redis.call('SET', KEYS[1], ARGV[1]) end
 for i = 2, #ARGV, 2 do
   local seq = redis.call('INCR', KEYS[4])
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
@@ -344,6 +344,12 @@ export class RedisStateStore implements StateStore {
     const n = this.k.notifier;
     await this.call(() => this.write(RECORD_CHECKED, [n('cursor'), n('pending'), n('order'), n('seq')],
       [snapshot, ...notifications.flatMap((x) => [x.id, JSON.stringify(x)])]));
+  }
+
+  async queueNotifications(notifications: PendingNotification[]): Promise<void> {
+    const n = this.k.notifier;
+    await this.call(() => this.write(RECORD_CHECKED, [n('cursor'), n('pending'), n('order'), n('seq')],
+      ['', ...notifications.flatMap((x) => [x.id, JSON.stringify(x)])]));
   }
 
   async pendingNotifications(): Promise<PendingNotification[]> {

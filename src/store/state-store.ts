@@ -187,6 +187,8 @@ export interface NotifierStore {
   notifierCursor(): Promise<string | null>;
   /** In one step: `snapshot` checked, and the notifications it made recorded (an outbox). */
   recordChecked(snapshot: string, notifications: PendingNotification[]): Promise<void>;
+  /** Notifications that belong to no snapshot pair (a threshold that holds when its configuration is enabled). */
+  queueNotifications(notifications: PendingNotification[]): Promise<void>;
   /** Every notification not yet sent for good, in the order they were recorded. */
   pendingNotifications(): Promise<PendingNotification[]>;
   /**

@@ -118,6 +118,33 @@ describe('notification configurations of a saved view', function () {
     expect((await send('GET', path)).status).to.equal(404);
   });
 
+  it('queues one notification, from no earlier snapshot, when a threshold already holds as its configuration starts watching', async () => {
+    const pending = async () => {
+      const store = await openStateStore(h.config);
+      try { return (await store.pendingNotifications()).filter((n) => n.viewId === view); } finally { await store.close(); }
+    };
+    const before = (await pending()).length;
+    // One drifted workspace in the fixture: a count above 0 holds, above 5 does not.
+    const holds = await create({ name: 'holds', triggers: ['explorer:threshold'], threshold: { measure: 'count', above: 0 } });
+    await create({ name: 'does not', triggers: ['explorer:threshold'], threshold: { measure: 'count', above: 5 } });
+    await create({ name: 'disabled', enabled: false, triggers: ['explorer:threshold'], threshold: { measure: 'count', above: 0 } });
+    let queued = (await pending()).slice(before);
+    expect(queued.map((n) => n.configurationId)).to.deep.equal([holds.body.data.id]);
+    const facts = queued[0]!.facts as any;
+    expect(queued[0]!.from).to.equal(null);
+    expect(facts.from_snapshot).to.equal(null);
+    expect(facts.notifications).to.deep.equal([{ trigger: 'explorer:threshold', message: 'count of "drifted" went above 0: none → 1.',
+      measure: { name: 'count', before: null, after: 1, threshold: 0 }, rows: [], changes_url: null }]);
+    // Renamed: nothing new; disabled then enabled: once more.
+    const path = `${list()}/${holds.body.data.id}`;
+    await send('PATCH', path, { data: { type: TYPE, attributes: { name: 'renamed' } } });
+    await send('PATCH', path, { data: { type: TYPE, attributes: { enabled: false } } });
+    expect((await pending()).slice(before)).to.have.length(1);
+    await send('PATCH', path, { data: { type: TYPE, attributes: { enabled: true } } });
+    queued = (await pending()).slice(before);
+    expect(queued.map((n) => n.configurationId)).to.deep.equal([holds.body.data.id, holds.body.data.id]);
+  });
+
   it('answers 404 for another organization\'s view and configurations, and 401 without a token', async () => {
     const nc = (await create({ name: 'mine' })).body.data.id as string;
     const foreign = `/api/v2/organizations/${OTHER_ORG}/explorer/views/${view}/notification-configurations`;

@@ -451,19 +451,21 @@ export function contract(name: string, open: () => Promise<OpenedStore>): void {
         await store.recordChecked('s1', [pending(1), pending(2)]);
         await store.recordChecked('s2', []);
         await store.recordChecked('s3', [pending(3)]);
-        expect(await store.notifierCursor()).to.equal('s3');
+        await store.queueNotifications([pending(4, { from: null })]);
+        expect(await store.notifierCursor(), 'a queued notification leaves the cursor').to.equal('s3');
+        await store.recordAttempt(pending(4).id, response(9, 204), null);
         expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(1).id, pending(2).id, pending(3).id]);
         await store.recordAttempt(pending(1).id, response(1, 503), at(200));
         expect((await store.pendingNotifications())[0]).to.deep.equal({ ...pending(1), attempts: 1, nextAttemptAt: at(200) });
         await store.recordAttempt(pending(1).id, response(2, 204), null);
         await store.recordAttempt(pending(1).id, response(3, 204), null); // done already: nothing kept
         expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(2).id, pending(3).id]);
-        expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503)]);
+        expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503), response(9, 204)]);
         if (h!.reopen) {
           store = await h!.reopen();
           expect(await store.notifierCursor()).to.equal('s3');
           expect((await store.pendingNotifications()).map((p) => p.id)).to.deep.equal([pending(2).id, pending(3).id]);
-          expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503)]);
+          expect(await store.deliveryResponses(ref)).to.deep.equal([response(2, 204), response(1, 503), response(9, 204)]);
         }
       });
 

@@ -7,12 +7,18 @@ import { ApiError, notFound } from '../../errors.js';
 import { randomBase62 } from '../../ids.js';
 import { configurationResource, deliveryResponseResource, parseConfigurationBody } from '../../notifications/configuration-body.js';
 import { deliver } from '../../notifications/deliver.js';
-import { renderBody, verificationFacts } from '../../notifications/payload.js';
+import { notificationFacts, renderBody, verificationFacts } from '../../notifications/payload.js';
+import { attachments } from '../../snapshots/read/current-snapshot.js';
 import {
   StoreUnavailableError, TooManyConfigurationsError,
   type NotificationConfiguration, type SavedView, type StateStore,
 } from '../../store/state-store.js';
 import { VERSION } from '../../version.js';
+import type { QueryPool } from '../../pool/query-pool.js';
+import { runRows } from '../../pool/run-page.js';
+import { compileTrend } from '../../query/compile-history.js';
+import { beyond } from '../../notifications/check-pair.js';
+import { sourceOfStored, validateSavedQuery } from '../../saved-views/saved-query.js';
 import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
@@ -22,6 +28,7 @@ type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string>
 export interface NotificationConfigurationDeps {
   config: Config;
   store: StateStore;
+  pool: QueryPool;
 }
 
 /** Store failures a client can see: a full view (422) or the store being unreachable (503). */
@@ -59,6 +66,31 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     return { view, configuration };
   }
 
+  /**
+   * A threshold that already holds when its configuration starts watching (created enabled, or enabled,
+   * or given another threshold) is notified once, from no earlier snapshot: queued for the notifier.
+   */
+  async function thresholdNow(c: Ctx, view: SavedView, configuration: NotificationConfiguration, before?: NotificationConfiguration): Promise<void> {
+    const threshold = configuration.threshold;
+    if (!configuration.enabled || !threshold || !configuration.triggers.includes('explorer:threshold')) return;
+    if (before && before.enabled && JSON.stringify(before.threshold) === JSON.stringify(threshold) && before.triggers.includes('explorer:threshold')) return;
+    const snapshot = c.state.lease!.snapshot;
+    const query = validateSavedQuery(config.engine, view.queryType, sourceOfStored(view.query));
+    const summed = threshold.measure.startsWith('sum:') ? query.view.fields.filter((f) => f.name === threshold.measure.slice(4)) : [];
+    const statement = compileTrend(query, [snapshot.target(view.queryType, view.organization)], summed);
+    const [[row]] = await runRows(deps.pool, { organization: view.organization, attach: attachments(snapshot), statements: [statement],
+      deadline: Date.now() + config.queryTimeoutMs, timeoutMs: config.queryTimeoutMs }, c.res) as [unknown[][]];
+    const value = row === undefined ? null : summed.length > 0 ? (row[2] === null ? null : Number(row[2])) : Number(row[1]);
+    if (!beyond(threshold, value)) return;
+    const now = new Date().toISOString();
+    const facts = notificationFacts({
+      publicUrl: config.publicUrl ?? `${c.protocol}://${c.host}`, view, configuration, from: null, to: snapshot.id, toLoadedAt: snapshot.manifest.createdAt,
+      fired: [{ trigger: 'explorer:threshold', measure: { name: threshold.measure, before: null, after: value, threshold }, rows: [] }],
+    });
+    await stored(() => store.queueNotifications([{ id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
+      from: null, to: snapshot.id, facts, createdAt: now, attempts: 0, nextAttemptAt: now }]));
+  }
+
   router.get(base, async (ctx) => {
     const c = ctx as Ctx;
     const view = await viewOf(c);
@@ -74,6 +106,7 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     const configuration = await parseConfigurationBody(body, { engine: config.engine, view, policy, id: `nc-${randomBase62(16)}`, now: new Date().toISOString() });
     const created = await stored(() => store.createNotificationConfiguration(configuration));
     if (!created) throw notFound(); // the view was deleted meanwhile
+    await thresholdNow(c, view, created);
     sendJson(c, 201, { data: configurationResource(created) });
   });
 
@@ -88,6 +121,7 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
     const changed = await parseConfigurationBody(body, { engine: config.engine, view, policy, current, id: current.id, now: new Date().toISOString() });
     const updated = await stored(() => store.updateNotificationConfiguration(changed));
     if (!updated) throw notFound(); // deleted meanwhile
+    await thresholdNow(c, view, updated, current);
     sendJson(c, 200, { data: await resource(updated) });
   });
 
