@@ -36,6 +36,8 @@ export interface Config {
   notifyBackoffMs: number;
   /** How long the sender's lease lasts unrenewed (NOTIFY_LEASE_MS): a dead sender's successor takes over after it. */
   notifyLeaseMs: number;
+  /** The notifier's /metrics port on HOST (NOTIFY_METRICS_PORT); 0: none. */
+  notifyMetricsPort: number;
   exportConcurrency: number | null;
   snapshotPollMs: number;
   /**
@@ -149,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     notifyMaxAttempts: int(env, 'NOTIFY_MAX_ATTEMPTS', 12, 1),
     notifyBackoffMs: int(env, 'NOTIFY_BACKOFF_MS', 1000, 1),
     notifyLeaseMs: int(env, 'NOTIFY_LEASE_MS', 15_000, 100),
+    notifyMetricsPort: int(env, 'NOTIFY_METRICS_PORT', 9464),
     exportConcurrency: env.EXPORT_CONCURRENCY ? int(env, 'EXPORT_CONCURRENCY', 1, 1) : null,
     snapshotPollMs: int(env, 'SNAPSHOT_POLL_MS', 1000, 10),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0),

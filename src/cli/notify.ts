@@ -2,6 +2,7 @@
 // SIGTERM or SIGINT. One runs at a time per state store: a second waits for the first's lease.
 import { loadConfig } from '../config.js';
 import { runNotifier } from '../notifications/notifier.js';
+import { NotifierMetrics, serveNotifierMetrics } from '../notifications/notifier-metrics.js';
 import { openStateStore } from '../store/open-store.js';
 import { VERSION } from '../version.js';
 import { parseArgs, UsageError } from './args.js';
@@ -15,13 +16,20 @@ export async function notify(argv: string[]): Promise<number> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
   const publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
   console.error(`notify: checking the snapshots of ${config.dataDir} for saved views' notifications`);
+  const log = (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) =>
+    console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields }));
+  const metrics = new NotifierMetrics(() => store.pendingNotifications());
+  const served = await serveNotifierMetrics(metrics, { host: config.host, port: config.notifyMetricsPort, token: config.metricsToken,
+    public: config.metricsPublic, log: (message, fields) => log('warn', message, fields) });
+  if (served) log('info', 'metrics served', { url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${served.port}/metrics` });
   try {
     await runNotifier({
       dataDir: config.dataDir, engine: config.engine, store, publicUrl, policy: { allowHosts: config.notifyAllowHosts },
       timeoutMs: config.notifyTimeoutMs, maxAttempts: config.notifyMaxAttempts, backoffMs: config.notifyBackoffMs, leaseMs: config.notifyLeaseMs, userAgent: `explorer-notifier/${VERSION}`, signal: stop.signal,
-      log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
+      log, metrics,
     });
   } finally {
+    served?.server.close();
     await store.close();
   }
   return 0;

@@ -16,6 +16,7 @@ import type { NotificationConfiguration, PendingNotification, SavedView, StateSt
 import { attachSnapshots, checkPair } from './check-pair.js';
 import { deliver } from './deliver.js';
 import type { DestinationPolicy } from './destination.js';
+import type { NotifierMetrics } from './notifier-metrics.js';
 import { notificationFacts, renderBody, type NotificationFacts } from './payload.js';
 
 export interface NotifierOptions {
@@ -38,6 +39,7 @@ export interface NotifierOptions {
   backoffMs?: number;
   /** Resolves receivers' names (tests give their own). */
   lookup?: LookupFunction;
+  metrics?: NotifierMetrics;
 }
 
 const MAX_BACKOFF_MS = 10 * 60_000;
@@ -98,9 +100,13 @@ async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
   let previous: string = cursor;
   for (const id of retained) {
     if (opts.signal.aborted) return;
-    const notifications = await checkOnePair(opts, previous, id).catch((e: Error) => {
+    const notifications = await checkOnePair(opts, previous, id).then((made) => {
+      opts.metrics?.pairsChecked.inc();
+      return made;
+    }, (e: Error) => {
       // The older one left retention (or cannot be read): the pair is skipped, said, and checking goes on.
       opts.log('warn', 'snapshot pair skipped', { from: previous, to: id, error: e.message });
+      opts.metrics?.pairsSkipped.inc();
       return [];
     });
     await opts.store.recordChecked(id, notifications);
@@ -134,7 +140,7 @@ async function checkOnePair(opts: NotifierOptions, fromId: string, toId: string)
       if (fired === null) continue;
       made.push({
         id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
-        from: from.id, to: to.id, facts: fired, createdAt: now, attempts: 0, nextAttemptAt: now,
+        destinationType: configuration.destinationType, from: from.id, to: to.id, facts: fired, createdAt: now, attempts: 0, nextAttemptAt: now,
       });
     }
     return made;
@@ -185,6 +191,10 @@ async function sendOne(opts: NotifierOptions, n: PendingNotification): Promise<v
   const done = response.successful || attempt >= opts.maxAttempts;
   const next = done ? null : new Date(Date.now() + backoff(attempt, opts.backoffMs ?? 1000)).toISOString();
   await opts.store.recordAttempt(n.id, response, next);
+  const label = { destination_type: configuration.destinationType };
+  if (response.successful) opts.metrics?.sent.inc(label);
+  else if (done) opts.metrics?.failed.inc(label);
+  else opts.metrics?.retried.inc(label);
   // Never the receiver's body or headers, nor the token: the delivery, its status and what comes next.
   if (response.successful) opts.log('info', 'notification sent', { delivery: n.id, configuration: n.configurationId, attempt, code: response.code });
   else if (done) opts.log('warn', 'notification failed for good', { delivery: n.id, configuration: n.configurationId, attempt, code: response.code });

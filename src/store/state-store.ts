@@ -147,6 +147,8 @@ export interface PendingNotification {
   organization: string;
   viewId: string;
   configurationId: string;
+  /** The configuration's destination type when it was recorded (for the metrics' labels). */
+  destinationType: DestinationType;
   /** The snapshot pair it reports (from null: the configuration's first check). */
   from: string | null;
   to: string;

@@ -14,6 +14,7 @@ import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import type { NotificationConfiguration, SavedView, StateStore } from '../../src/store/state-store.js';
 import { ORG, OTHER_ORG, workspaces, writeSmallSource } from '../fixtures/small-source.js';
+import { freePort } from '../helpers/ports.js';
 import { startReceiver, type Answer, type Receiver } from '../helpers/receiver.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
@@ -93,7 +94,8 @@ describe('explorer notify', function () {
   });
 
   it('sends a signed notification of the rows a batch moved into and out of the view, tries a 503 again with the same delivery id, and keeps a slow receiver from delaying the others', async () => {
-    const first = notifier();
+    const metricsPort = await freePort();
+    const first = notifier({ NOTIFY_METRICS_PORT: String(metricsPort), METRICS_PUBLIC: '1' });
     await until(() => first.lines().some((l) => l.message === 'notifications start from the current snapshot'), 'the notifier to start');
     const second = notifier();
     await until(() => second.lines().some((l) => l.message === 'another notifier sends; waiting'), 'the second notifier to wait');
@@ -136,6 +138,15 @@ describe('explorer notify', function () {
     await sleep(500);
     expect(receiver.received.slice(heard).map((r) => r.path)).to.deep.equal(['/other']);
     await until(() => (first.lines().filter((l) => l.message === 'notification sent' && l.configuration === 'nc-000000000000slow')).length === 1, 'the slow receiver\'s answer');
+    // Its own /metrics: sent, failed for good, tried again, pending, pairs checked.
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(value('explorer_notifications_sent_total{destination_type="generic"}'), text).to.equal(3);
+    expect(value('explorer_notifications_failed_total{destination_type="generic"}')).to.equal(1);
+    expect(value('explorer_notifications_retried_total{destination_type="generic"}')).to.equal(2);
+    expect(value('explorer_notification_pairs_checked_total')).to.equal(2);
+    expect(value('explorer_notifications_oldest_pending_seconds')).to.equal(0);
+    expect(text).to.not.include('shared secret');
     first.child.kill('SIGTERM');
     second.child.kill('SIGTERM');
     const codes = await Promise.all([first.child, second.child].map((c) => new Promise<number | null>((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', r)))));

@@ -437,7 +437,7 @@ export function contract(name: string, open: () => Promise<OpenedStore>): void {
     describe('notifier state', () => {
       const ref = { organization: 'acme', viewId: vid(1), configurationId: 'nc-0000000000000001' };
       const pending = (n: number, extra: Partial<PendingNotification> = {}): PendingNotification => ({
-        id: `nd-${String(n).padStart(16, '0')}`, ...ref, from: n === 1 ? null : `s${n - 1}`, to: `s${n}`, facts: { n, text: 'é "q"' },
+        id: `nd-${String(n).padStart(16, '0')}`, ...ref, destinationType: 'generic', from: n === 1 ? null : `s${n - 1}`, to: `s${n}`, facts: { n, text: 'é "q"' },
         createdAt: at(n), attempts: 0, nextAttemptAt: at(n), ...extra,
       });
       const response = (attempt: number, code: number | null): DeliveryResponse => ({

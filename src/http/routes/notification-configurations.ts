@@ -88,7 +88,7 @@ export function notificationConfigurationRoutes(router: Router<RequestState>, de
       fired: [{ trigger: 'explorer:threshold', measure: { name: threshold.measure, before: null, after: value, threshold }, rows: [] }],
     });
     await stored(() => store.queueNotifications([{ id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
-      from: null, to: snapshot.id, facts, createdAt: now, attempts: 0, nextAttemptAt: now }]));
+      destinationType: configuration.destinationType, from: null, to: snapshot.id, facts, createdAt: now, attempts: 0, nextAttemptAt: now }]));
   }
 
   router.get(base, async (ctx) => {
