@@ -232,6 +232,19 @@ describe('sample history (sample --days, load-series)', function () {
     expect(cleared, 'drift cleared').to.be.at.least(2);
   });
 
+  it('makes every kind of change every day in small estates too (a creation, a deletion, drift appearing and clearing, each upgrade)', async () => {
+    for (const shape of [{ organizations: 3, workspaces: 300, seed: 5 }, { organizations: 2, workspaces: 150, seed: 6 }, { organizations: 3, workspaces: 300, seed: 1 }]) {
+      const written = await writeSampleSeries(join(root, `small-${shape.seed}`), { ...shape, days: 3 });
+      for (const day of written.slice(1)) {
+        const c = day.changes!;
+        const label = `${JSON.stringify(shape)} ${day.name}`;
+        for (const kind of ['created', 'deleted', 'driftAppeared', 'driftCleared', 'engineUpgrades', 'providerUpgrades', 'moduleUpgrades'] as const) {
+          expect(c[kind], `${label}: ${kind}`).to.be.at.least(1);
+        }
+      }
+    }
+  });
+
   it('changes about 2 % of the workspaces a day, moving their updated_at forward and leaving the rest as they were', () => {
     for (let i = 1; i < days.length; i++) {
       const before = days[i - 1]!;

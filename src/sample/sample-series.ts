@@ -326,10 +326,12 @@ interface SeriesContext {
 
 async function planDay(prev: string, day: number, workspaces: number, ctx: SeriesContext): Promise<Plan> {
   const { seed, targets } = ctx;
-  // Quotas are rounded up or down by a hash, so that a kind too rare for one day still happens on some.
+  // Quotas are rounded up or down by a hash, and every kind happens at least once a day (when a workspace
+  // can take it): a small estate's history then shows each kind of change every day, where its quotas
+  // alone (300 workspaces: 0.7 creations a day) would leave days without a creation or a drift cleared.
   const quota = (kind: Kind) => {
     const exact = (workspaces * ctx.share * WEIGHT[kind]) / WEIGHT_TOTAL;
-    return Math.floor(exact) + (unit(hash32(seed, day, SALT.quota, kind)) < exact - Math.floor(exact) ? 1 : 0);
+    return Math.max(ctx.share > 0 ? 1 : 0, Math.floor(exact) + (unit(hash32(seed, day, SALT.quota, kind)) < exact - Math.floor(exact) ? 1 : 0));
   };
   const pick = Object.fromEntries(KINDS.map((k) => [k, new Lowest(quota(k))])) as Record<Kind, Lowest>;
   const offer = (kind: Kind, id: string) => pick[kind].offer(hash32(seed, day, SALT[kind], id), id);
