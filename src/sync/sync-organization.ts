@@ -9,7 +9,7 @@ import { mergedState } from '../snapshots/delta-layout.js';
 import { readCurrentId, readManifest, snapshotPath, type Manifest } from '../snapshots/snapshot-dir.js';
 import { applyBatch, type ApplyOptions } from '../snapshots/write/apply.js';
 import { attachLayers, layerPaths } from '../snapshots/write/build-steps.js';
-import { loadSnapshot } from '../snapshots/write/load.js';
+import { DataDirNotEmptyError, loadSnapshot } from '../snapshots/write/load.js';
 import { sqlLiteral } from '../snapshots/write/staging.js';
 import { Limiter, readViewCsv, SYNCED_VIEWS, ViewMissingError, type ReadOptions } from './read-views.js';
 import { stageRebuilt, writeHeldResources, writeRebuilt, type ViewFiles } from './rebuild-source.js';
@@ -88,25 +88,38 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
     }));
     const readSeconds = lap();
 
-    const currentId = await readCurrentId(dataDir);
-    const current = currentId ? await readManifest(dataDir, currentId) : null;
+    const label = opts.label ?? `sync ${opts.upstream.host} ${organization}`;
     const batch = join(work, 'batch');
-    const plan = await planSync(organization, dataDir, dir, current, files, resourcesRead, batch, join(work, 'digests.parquet'), join(work, 'spill'));
+    const plan = async (): Promise<SyncPlan> => {
+      rmSync(batch, { recursive: true, force: true });
+      const currentId = await readCurrentId(dataDir);
+      const current = currentId ? await readManifest(dataDir, currentId) : null;
+      return planSync(organization, dataDir, dir, current, files, resourcesRead, batch, join(work, 'digests.parquet'), join(work, 'spill'));
+    };
+    let planned: SyncPlan = await plan();
     const rebuildSeconds = lap() - readSeconds;
     // Written with the rebuild's database closed: the writer's memory is the sync's only large part.
-    const label = opts.label ?? `sync ${opts.upstream.host} ${organization}`;
     let snapshot: string | null = null;
-    if (plan.write === 'load') snapshot = (await loadSnapshot(batch, { ...opts.writer, label })).manifest.id;
-    if (plan.write === 'batch') snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
+    if (planned.write === 'load') {
+      // Only into a data directory that is still empty: another writer (a sync of another organization
+      // beside this one) may have made a snapshot current meanwhile, which a load would replace whole. Then
+      // this one is planned again against that snapshot, as a batch.
+      snapshot = await loadSnapshot(batch, { ...opts.writer, label, onlyIfEmpty: true }).then((r) => r.manifest.id, async (e: Error) => {
+        if (!(e instanceof DataDirNotEmptyError)) throw e;
+        planned = await plan();
+        return null;
+      });
+    }
+    if (planned.write === 'batch') snapshot = (await applyBatch(batch, { ...opts.writer, label })).manifest.id;
     const applySeconds = lap() - readSeconds - rebuildSeconds;
     // Recorded only once applied: a sync that failed midway compares the next one with what is held.
     const after = await readManifest(dataDir, (await readCurrentId(dataDir))!);
     mkdirSync(dir, { recursive: true });
     renameSync(join(work, 'digests.parquet'), join(dir, 'digests.parquet'));
-    const state: SyncState = { database: after.database!, organizationId: plan.organizationId, projects: plan.projects };
+    const state: SyncState = { database: after.database!, organizationId: planned.organizationId, projects: planned.projects };
     writeFileSync(join(dir, 'state.json.new'), JSON.stringify(state));
     renameSync(join(dir, 'state.json.new'), join(dir, 'state.json'));
-    return { organization, workspaces: plan.workspaces, resources: plan.resources, bytes, upserted: plan.upserted, deleted: plan.deleted, snapshot,
+    return { organization, workspaces: planned.workspaces, resources: planned.resources, bytes, upserted: planned.upserted, deleted: planned.deleted, snapshot,
       seconds: { read: seconds(readSeconds), rebuild: seconds(rebuildSeconds), apply: seconds(applySeconds) } };
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -18,7 +18,7 @@ import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
-  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
+  DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from '../snapshot-dir.js';
 
 export class SourceInvalidError extends Error {
@@ -45,7 +45,15 @@ export interface LoadOptions {
   onProgress?: (message: string) => void;
   /** Workspaces per range of organizations a view is built in (tests make it small). */
   sliceWorkspaces?: number;
+  /**
+   * Make the snapshot current only while there is none, checked under the writer lock (a first sync: a
+   * load must not replace what another writer made current meanwhile). Else DataDirNotEmptyError.
+   */
+  onlyIfEmpty?: boolean;
 }
+
+/** A load made with `onlyIfEmpty` found a current snapshot: nothing was changed. */
+export class DataDirNotEmptyError extends Error {}
 
 export interface LoadResult {
   manifest: Manifest;
@@ -99,6 +107,7 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
     // From here to the end of compaction the load changes DATA_DIR: one writer at a time. Taken before the
     // id is stamped, so that id order stays the order in which snapshots became current.
     release = await acquireWriterLock(opts.dataDir, 'load', opts.writerLock ?? { waitMs: DEFAULT_WRITER_WAIT_MS });
+    if (opts.onlyIfEmpty && (await readCurrentId(opts.dataDir)) !== null) throw new DataDirNotEmptyError(`${opts.dataDir} has a current snapshot`);
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
     const manifest: Manifest = {
