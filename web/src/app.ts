@@ -5,6 +5,7 @@ import { Api, ApiProblem, filenameOf, organizationPath, type Problem } from './a
 import { Catalog, loadCatalog, type FieldType, type WebField, type WebView } from './catalog.js';
 import { byId, focus, formatBytes, formatCount, h } from './dom.js';
 import * as History from './history.js';
+import { notificationsPanel, type NotificationsPanel } from './notifications.js';
 import * as Q from './query.js';
 
 const TOKEN_KEY = 'explorer.token';
@@ -24,7 +25,7 @@ interface PageBody {
 }
 
 /** What the user was doing when a request failed: decides where the message points. */
-type Action = 'query' | 'page' | 'csv' | 'list' | 'open' | 'save' | 'update' | 'rename' | 'delete';
+type Action = 'query' | 'page' | 'csv' | 'list' | 'open' | 'save' | 'update' | 'rename' | 'delete' | 'notify';
 
 const el = {
   form: byId<HTMLFormElement>('query-form'),
@@ -66,6 +67,9 @@ const el = {
 
 let catalog: Catalog;
 let api: Api;
+let notifications: NotificationsPanel;
+/** The saved view the Notifications panel shows, if any. */
+let notifiedView: string | null = null;
 /** The query being edited (controls write into it). */
 let query: Q.UiQuery;
 /** The query whose rows are on screen, and its organization. */
@@ -582,7 +586,19 @@ function renderSaveControls(): void {
   if (compatible) el.saveUpdate.textContent = `Update “${openSaved!.attributes.name}”`;
 }
 
+/** The Notifications panel follows the open saved view. */
+function renderNotifications(): void {
+  const id = openSaved?.id ?? null;
+  if (id === notifiedView) return;
+  notifiedView = id;
+  const view = openSaved;
+  void notifications.show(view === null ? null : {
+    path: `${viewsPath(listedOrganization())}/${encodeURIComponent(view.id)}`, name: view.attributes.name, catalogView: catalog.view(view.attributes['query-type'])!,
+  });
+}
+
 function renderSaved(focusSelector?: string): void {
+  renderNotifications();
   const views = saved?.views ?? [];
   el.savedEmpty.hidden = views.length > 0;
   el.savedEmpty.textContent = saved ? `No saved views in ${saved.organization} yet.` : 'Run a query to see the organization\'s saved views.';
@@ -833,6 +849,7 @@ async function start(): Promise<void> {
     return;
   }
   api = new Api(new URL('../api/v2/', import.meta.url), tokenValue);
+  notifications = notificationsPanel(byId('notifications'), api, (e) => explain(e, 'notify'), say);
   renderViewSelect();
   el.token.value = sessionStorage.getItem(TOKEN_KEY) ?? '';
   el.org.value = localStorage.getItem(ORG_KEY) ?? '';

@@ -1,0 +1,83 @@
+// The Notifications panel of the explorer page, end to end: Debian's chromium driven by playwright-core against
+// a real server and a real receiver on loopback. Opening a saved view shows its panel; a notification created
+// there is what the API holds; Verify reaches the receiver, signed, and the panel shows the delivery.
+import { expect } from 'chai';
+import { createHmac } from 'node:crypto';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ORG } from '../fixtures/small-source.js';
+import { json, startHarness, type Harness } from '../helpers/harness.js';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+describe('the Notifications panel of the explorer page', function () {
+  this.timeout(90_000);
+  let h: Harness;
+  let browser: Browser;
+  let page: Page;
+  let receiver: Receiver;
+  let view: string;
+  const problems: string[] = [];
+
+  before(async () => {
+    [h, browser, receiver] = await Promise.all([
+      startHarness({ env: { NOTIFY_ALLOW_HOSTS: '127.0.0.1' } }), chromium.launch({ executablePath: CHROMIUM, args: ARGS }), startReceiver(() => ({ status: 204 })),
+    ]);
+    const made = await h.request(`/api/v2/organizations/${ORG}/explorer/views`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ data: { name: 'drifted', query_type: 'workspaces', query: { filter: [{ drifted: { is: ['true'] } }] } } }),
+    });
+    view = (await json(made)).data.id;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error' || /Content.Security.Policy/i.test(m.text())) problems.push(m.text()); });
+  });
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await h?.close();
+  });
+  afterEach(() => { expect(problems, 'errors and CSP violations in the page').to.deep.equal([]); });
+
+  it('creates a notification for the open saved view, verifies it, and shows the delivery', async () => {
+    await page.goto(`${h.url}/explorer#org=${ORG}&type=workspaces`);
+    await page.waitForSelector('html[data-ready=true]');
+    await page.fill('#token', h.tokens.org);
+    await page.click('#run');
+    await page.waitForSelector(`#saved-list li[data-id="${view}"]`);
+    expect(await page.isHidden('#notifications'), 'no panel before a view is open').to.equal(true);
+    await page.click(`#saved-list li[data-id="${view}"] .open-button`);
+    await page.waitForSelector('#notifications:not([hidden]) #notify-form');
+    expect(await page.textContent('#notify-empty')).to.match(/No notifications yet/);
+    // The threshold's measures are the view's number fields.
+    const measures = await page.$$eval('#notify-measure option', (os) => os.map((o) => o.getAttribute('value')));
+    expect(measures).to.include('count').and.include('sum:resource_count');
+
+    await page.fill('#notify-name', 'drift alerts');
+    await page.fill('#notify-url', `${receiver.url}/hook`);
+    await page.fill('#notify-token', 'page secret');
+    await page.check('input[name=notify-trigger][value="explorer:rows-added"]');
+    await page.click('#notify-create');
+    await page.waitForSelector('#notify-list li');
+    const listed = await (await h.request(`/api/v2/organizations/${ORG}/explorer/views/${view}/notification-configurations`)).json() as { data: any[] };
+    expect(listed.data).to.have.length(1);
+    expect(listed.data[0].attributes).to.include({ name: 'drift alerts', url: `${receiver.url}/hook`, 'destination-type': 'generic', enabled: true });
+    expect(listed.data[0].attributes.triggers).to.deep.equal(['explorer:rows-added']);
+    expect(await page.textContent('#notify-list li .badge.delivery-none')).to.equal('not sent yet');
+
+    await page.click('#notify-list li .notify-verify');
+    await page.waitForSelector('#notify-list li .badge.delivery-ok');
+    expect(await page.textContent('#notify-list li .badge.delivery-ok')).to.equal('delivered (204)');
+    expect(receiver.received).to.have.length(1);
+    const [got] = receiver.received;
+    expect(got!.headers['x-explorer-notification-signature']).to.equal(createHmac('sha512', 'page secret').update(got!.body).digest('hex'));
+    expect(JSON.parse(got!.body).notifications[0].trigger).to.equal('verification');
+
+    await page.click('#notify-list li .notify-disable');
+    await page.waitForSelector('#notify-list li.disabled .notify-enable');
+    await page.click('#notify-list li .notify-delete');
+    await page.waitForSelector('#notify-empty:not([hidden])');
+  });
+});
