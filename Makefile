@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -106,6 +106,7 @@ bench: build
 	node dist/bench/run.js
 	node dist/bench/changes.js
 	node dist/bench/sync.js
+	node dist/bench/notify.js
 	node dist/bench/stream.js
 	node dist/bench/cluster.js
 	node dist/bench/history.js
@@ -119,6 +120,11 @@ bench-changes: build
 # instance serving the bench snapshot: into an empty DATA_DIR, after 100 workspaces changed, unchanged.
 bench-sync: build
 	node dist/bench/sync.js
+
+# N1–N4 (docs/notifications.md §9): 10,000 notification configurations over 1,000 organizations of the bench
+# snapshot, a receiver, a server and `explorer notify`: batches of 10 and 1,000 workspaces, a load's pair.
+bench-notify: build
+	node dist/bench/notify.js
 
 # The steady stream S1–S5 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20) beside a full load.
 bench-stream: build

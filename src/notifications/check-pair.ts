@@ -45,38 +45,44 @@ export async function attachSnapshots(db: DuckDBConnection, attached: Set<string
 }
 
 /**
- * The triggers of `configuration` that fired between `from` and `to` (both attached to `db`), for its saved
- * `view`. A threshold fires when its measure moves from not beyond the line to beyond it.
+ * The triggers that fired between `from` and `to` (both attached to `db`) for each of `configurations`, all of
+ * one saved `view`: the view's query is run once for all of them (its counts with every threshold's measure,
+ * then its rows if a row trigger fired), not once per configuration. A threshold fires when its measure
+ * moves from not beyond the line to beyond it. The result is in the configurations' order.
  */
-export async function checkPair(db: DuckDBConnection, engine: string, from: Snapshot, to: Snapshot, view: SavedView,
-  configuration: NotificationConfiguration): Promise<FiredTrigger[]> {
+export async function checkView(db: DuckDBConnection, engine: string, from: Snapshot, to: Snapshot, view: SavedView,
+  configurations: readonly NotificationConfiguration[]): Promise<FiredTrigger[][]> {
   const query = validateSavedQuery(engine, view.queryType, sourceOfStored(view.query));
-  const threshold = configuration.threshold;
-  const summed = threshold?.measure.startsWith('sum:') ? query.view.fields.find((f) => f.name === threshold.measure.slice(4)) : undefined;
-  const measure: Measure = summed ? { kind: 'sum', field: summed } : { kind: 'count' };
+  const names = [...new Set(configurations.flatMap((c) => (c.threshold && c.triggers.includes('explorer:threshold') ? [c.threshold.measure] : [])))];
+  const measures: Measure[] = names.map((name) => {
+    const field = name.startsWith('sum:') ? query.view.fields.find((f) => f.name === name.slice(4)) : undefined;
+    return field ? { kind: 'sum', field } : { kind: 'count' };
+  });
   const org = view.organization;
-  const compiled = compileNotificationCheck(query, from.target(view.queryType, org), to.target(view.queryType, org), measure, ROWS_PER_TRIGGER);
+  const compiled = compileNotificationCheck(query, from.target(view.queryType, org), to.target(view.queryType, org), measures, ROWS_PER_TRIGGER);
   const [row] = (await db.runAndReadAll(compiled.counts.sql, compiled.counts.params as DuckDBValue[])).getRows();
   const counts: Counts = { added: Number(row![0]), removed: Number(row![1]), changed: Number(row![2]) };
-  const [before, after] = [number(row![3]), number(row![4])];
+  const measured = new Map(names.map((name, i) => [name, [number(row![3 + 2 * i]), number(row![4 + 2 * i])] as const]));
 
-  const fired: FiredTrigger[] = [];
-  const rowTriggers = configuration.triggers.filter((t) => KIND[t] !== undefined && counts[KIND[t]!] > 0);
-  if (rowTriggers.length > 0) {
-    const rows = (await db.runAndReadAll(compiled.rows.sql, compiled.rows.params as DuckDBValue[])).getRows();
-    for (const trigger of rowTriggers) {
-      const kind = KIND[trigger]!;
-      fired.push({
-        trigger,
-        counts,
-        rows: rows.filter((r) => r[0] === kind).map(([change, id, ...values]) => ({
-          id, change, ...Object.fromEntries(compiled.identifying.map((f, i) => [f.name, values[i] === null ? null : JSON.parse(String(values[i]))])),
-        })),
-      });
+  const wanted = (c: NotificationConfiguration) => c.triggers.filter((t) => KIND[t] !== undefined && counts[KIND[t]!] > 0);
+  const rows = configurations.some((c) => wanted(c).length > 0)
+    ? (await db.runAndReadAll(compiled.rows.sql, compiled.rows.params as DuckDBValue[])).getRows() : [];
+  const listed = (kind: keyof Counts) => rows.filter((r) => r[0] === kind).map(([change, id, ...values]) => ({
+    id, change, ...Object.fromEntries(compiled.identifying.map((f, i) => [f.name, values[i] === null ? null : JSON.parse(String(values[i]))])),
+  }));
+  return configurations.map((c) => {
+    const fired: FiredTrigger[] = wanted(c).map((trigger) => ({ trigger, counts, rows: listed(KIND[trigger]!) }));
+    const threshold = c.threshold;
+    if (threshold && c.triggers.includes('explorer:threshold')) {
+      const [before, after] = measured.get(threshold.measure)!;
+      if (!beyond(threshold, before) && beyond(threshold, after)) fired.push({ trigger: 'explorer:threshold', measure: { name: threshold.measure, before, after, threshold }, rows: [] });
     }
-  }
-  if (threshold && configuration.triggers.includes('explorer:threshold') && !beyond(threshold, before) && beyond(threshold, after)) {
-    fired.push({ trigger: 'explorer:threshold', measure: { name: threshold.measure, before, after, threshold }, rows: [] });
-  }
-  return fired;
+    return fired;
+  });
+}
+
+/** One configuration's fired triggers (checkView of it alone). */
+export async function checkPair(db: DuckDBConnection, engine: string, from: Snapshot, to: Snapshot, view: SavedView,
+  configuration: NotificationConfiguration): Promise<FiredTrigger[]> {
+  return (await checkView(db, engine, from, to, view, [configuration]))[0]!;
 }

@@ -3,17 +3,16 @@
 // pair makes in the same step as the pair (an outbox), and sends them: each configuration's in order, one at
 // a time, every configuration on its own so that a slow receiver delays only its own; failures retried with
 // backoff up to NOTIFY_MAX_ATTEMPTS, the delivery id the same on every try.
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { LookupFunction } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openInstance } from '../duckdb/open-instance.js';
 import { randomBase62 } from '../ids.js';
-import { openSnapshot, type Snapshot } from '../snapshots/read/current-snapshot.js';
+import { openSnapshot } from '../snapshots/read/current-snapshot.js';
 import { listSnapshotIds, readCurrentId, readManifest } from '../snapshots/snapshot-dir.js';
 import type { NotificationConfiguration, PendingNotification, SavedView, StateStore } from '../store/state-store.js';
-import { attachSnapshots, checkPair } from './check-pair.js';
+import { attachSnapshots, checkView } from './check-pair.js';
 import { deliver } from './deliver.js';
 import type { DestinationPolicy } from './destination.js';
 import type { NotifierMetrics } from './notifier-metrics.js';
@@ -100,61 +99,63 @@ async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
   let previous: string = cursor;
   for (const id of retained) {
     if (opts.signal.aborted) return;
-    const notifications = await checkOnePair(opts, previous, id).then((made) => {
+    const started = performance.now();
+    const checked = await checkOnePair(opts, previous, id).then((made) => {
       opts.metrics?.pairsChecked.inc();
       return made;
     }, (e: Error) => {
       // The older one left retention (or cannot be read): the pair is skipped, said, and checking goes on.
       opts.log('warn', 'snapshot pair skipped', { from: previous, to: id, error: e.message });
       opts.metrics?.pairsSkipped.inc();
-      return [];
+      return null;
     });
-    await opts.store.recordChecked(id, notifications);
-    if (notifications.length > 0) opts.log('info', 'snapshot pair checked', { from: previous, to: id, notifications: notifications.length });
+    await opts.store.recordChecked(id, checked?.notifications ?? []);
+    if (checked) {
+      opts.log('info', 'snapshot pair checked', { from: previous, to: id, organizations: checked.organizations, configurations: checked.configurations,
+        notifications: checked.notifications.length, seconds: Math.round(performance.now() - started) / 1000 });
+    }
     previous = id;
   }
 }
 
 /** Every enabled configuration of the organizations `to` changed, checked between `from` and `to`. */
-async function checkOnePair(opts: NotifierOptions, fromId: string, toId: string): Promise<PendingNotification[]> {
+async function checkOnePair(opts: NotifierOptions, fromId: string, toId: string): Promise<{ organizations: number; configurations: number; notifications: PendingNotification[] }> {
   const manifest = await readManifest(opts.dataDir, toId);
   const [from, to] = await Promise.all([openSnapshot(opts.dataDir, fromId), openSnapshot(opts.dataDir, toId)]);
   const organizations = manifest.changedOrganizations ?? [...new Set([...from.organizations, ...to.organizations])].sort();
-  const checks: { view: SavedView; configuration: NotificationConfiguration }[] = [];
+  const checks: { view: SavedView; configurations: NotificationConfiguration[] }[] = [];
   for (const organization of organizations) {
     for (const view of await opts.store.listViews(organization)) {
-      for (const configuration of await opts.store.listNotificationConfigurations(organization, view.id)) {
-        if (configuration.enabled) checks.push({ view, configuration });
-      }
+      const configurations = (await opts.store.listNotificationConfigurations(organization, view.id)).filter((c) => c.enabled);
+      if (configurations.length > 0) checks.push({ view, configurations });
     }
   }
-  if (checks.length === 0) return [];
+  const checked = { organizations: organizations.length, configurations: checks.reduce((a, c) => a + c.configurations.length, 0) };
+  if (checks.length === 0) return { ...checked, notifications: [] };
   const instance = await openInstance(':memory:', { threads: '1', memory_limit: '512MB' });
   const db = await instance.connect();
   try {
     await attachSnapshots(db, new Set(), from, to);
     const made: PendingNotification[] = [];
     const now = new Date().toISOString();
-    for (const { view, configuration } of checks) {
-      const fired = await checkOne(db, opts, from, to, view, configuration);
-      if (fired === null) continue;
-      made.push({
-        id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
-        destinationType: configuration.destinationType, from: from.id, to: to.id, facts: fired, createdAt: now, attempts: 0, nextAttemptAt: now,
+    // One query (two when rows are listed) per saved view, whatever the number of its configurations.
+    for (const { view, configurations } of checks) {
+      const fired = await checkView(db, opts.engine, from, to, view, configurations);
+      configurations.forEach((configuration, i) => {
+        if (fired[i]!.length === 0) return;
+        made.push({
+          id: `nd-${randomBase62(16)}`, organization: view.organization, viewId: view.id, configurationId: configuration.id,
+          destinationType: configuration.destinationType, from: from.id, to: to.id,
+          facts: notificationFacts({ publicUrl: opts.publicUrl, view, configuration, from: from.id, to: to.id, toLoadedAt: to.manifest.createdAt, fired: fired[i]! }),
+          createdAt: now, attempts: 0, nextAttemptAt: now,
+        });
       });
     }
-    return made;
+    return { ...checked, notifications: made };
   } finally {
     db.closeSync();
     instance.closeSync();
   }
-}
-
-async function checkOne(db: DuckDBConnection, opts: NotifierOptions, from: Snapshot, to: Snapshot, view: SavedView,
-  configuration: NotificationConfiguration): Promise<NotificationFacts | null> {
-  const fired = await checkPair(db, opts.engine, from, to, view, configuration);
-  if (fired.length === 0) return null;
-  return notificationFacts({ publicUrl: opts.publicUrl, view, configuration, from: from.id, to: to.id, toLoadedAt: to.manifest.createdAt, fired });
 }
 
 /** Starts the due notification of each configuration that has none in flight: its oldest pending one. */

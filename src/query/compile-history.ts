@@ -147,8 +147,8 @@ export type Measure = { kind: 'count' } | { kind: 'sum'; field: Field };
 
 export interface CompiledNotificationCheck {
   /**
-   * One row: how many rows were added, removed and changed in the notifications' sense, then the measure
-   * before and after (a sum over no rows is null).
+   * One row: how many rows were added, removed and changed in the notifications' sense, then each measure
+   * before and after, in the order given (a sum over no rows is null).
    */
   counts: Statement;
   /**
@@ -166,7 +166,7 @@ export interface CompiledNotificationCheck {
  * the query), removed the other way round, and changed when the query matches it in both and a value of
  * the view differs. Unlike /changes, a row that only moved into or out of the filter is added or removed.
  */
-export function compileNotificationCheck(query: Query, from: CompileTarget, to: CompileTarget, measure: Measure, limit: number): CompiledNotificationCheck {
+export function compileNotificationCheck(query: Query, from: CompileTarget, to: CompileTarget, measures: readonly Measure[], limit: number): CompiledNotificationCheck {
   const json = ident(ROW_JSON_COLUMN);
   const identifying = query.view.identifying.map((name) => query.view.fields.find((f) => f.name === name)!);
   const matched = (params: SqlValue[], extra: readonly string[]) => {
@@ -187,13 +187,13 @@ d AS (
 )`;
   };
   const countParams: SqlValue[] = [];
-  const summed = measure.kind === 'sum' ? measure.field.column : null;
-  const [before, after] = summed === null
-    ? ['count(*) FILTER (WHERE "_in_from")', 'count(*) FILTER (WHERE "_in_to")']
-    : [`sum(${ident(`_from_${summed}`)}) FILTER (WHERE "_in_from")`, `sum(${ident(`_to_${summed}`)}) FILTER (WHERE "_in_to")`];
-  const counts = `${matched(countParams, summed === null ? [] : [summed])}
+  const summed = [...new Set(measures.flatMap((m) => (m.kind === 'sum' ? [m.field.column] : [])))];
+  const sides = measures.map((m) => (m.kind === 'count'
+    ? 'count(*) FILTER (WHERE "_in_from"), count(*) FILTER (WHERE "_in_to")'
+    : `sum(${ident(`_from_${m.field.column}`)}) FILTER (WHERE "_in_from"), sum(${ident(`_to_${m.field.column}`)}) FILTER (WHERE "_in_to")`));
+  const counts = `${matched(countParams, summed)}
 SELECT count(*) FILTER (WHERE "_change" = 'added'), count(*) FILTER (WHERE "_change" = 'removed'),
-  count(*) FILTER (WHERE "_change" = 'changed'), ${before}, ${after}
+  count(*) FILTER (WHERE "_change" = 'changed')${sides.map((x) => `, ${x}`).join('')}
 FROM d`;
   const rowParams: SqlValue[] = [];
   const orderBy = [...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ');

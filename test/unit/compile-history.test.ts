@@ -112,7 +112,7 @@ describe('choosing snapshots', () => {
 describe('compileNotificationCheck', () => {
   const q = query(`type=workspaces&${evilFilter}&sort=workspace_name`);
   const resourceCount = q.view.fields.find((f) => f.name === 'resource_count')!;
-  const compiled = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), { kind: 'sum', field: resourceCount }, 20);
+  const compiled = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), [{ kind: 'sum', field: resourceCount }, { kind: 'count' }], 20);
 
   it('binds every client value, the organization and the row limit, and splices none', () => {
     for (const statement of [compiled.counts, compiled.rows]) {
@@ -129,7 +129,8 @@ describe('compileNotificationCheck', () => {
     expect(compiled.counts.sql).to.include(`sum("_from_${resourceCount.column}") FILTER (WHERE "_in_from")`);
     expect(compiled.counts.sql).to.include(`sum("_to_${resourceCount.column}") FILTER (WHERE "_in_to")`);
     expect(compiled.identifying.map((f) => f.name)).to.deep.equal(q.view.identifying);
-    const count = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), { kind: 'count' }, 5);
-    expect(count.counts.sql).to.include('count(*) FILTER (WHERE "_in_from")');
+    expect(compiled.counts.sql).to.include('count(*) FILTER (WHERE "_in_from"), count(*) FILTER (WHERE "_in_to")');
+    const none = compileNotificationCheck(q, target('"a"."workspaces"'), target('"b"."workspaces"'), [], 5);
+    expect(none.counts.sql).to.not.include('FILTER (WHERE "_in_from")');
   });
 });
