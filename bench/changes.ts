@@ -17,7 +17,7 @@
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (default 15), BENCH_STOP_AFTER=K1 (K1 alone) or K1' (and K1′).
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { issueToken } from '../src/access/tokens.js';
@@ -25,7 +25,7 @@ import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess, writeResults, type BenchRow } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -36,10 +36,9 @@ const log = (m: string) => console.error(`[bench-changes] ${m}`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Row { scenario: string; what: string; measured: string; target: string; pass: boolean | null }
-const rows: Row[] = [];
+const rows: BenchRow[] = [];
 /** Each row as soon as it is measured, so that a long run shows its figures as it goes. */
-const report = (r: Row) => { rows.push(r); console.error(`[bench-changes] ${r.scenario}: ${r.measured}`); };
+const report = (r: BenchRow) => { rows.push(r); console.error(`[bench-changes] ${r.scenario}: ${r.measured}`); };
 
 /** The organization of the first workspace a batch upserts. */
 const batchOrganization = (batch: string) => JSON.parse(readFileSync(join(batch, 'workspaces.ndjson'), 'utf8').split('\n')[0]!).organization as string;
@@ -230,12 +229,7 @@ async function main(): Promise<void> {
     await stopServerProcess(server.child).catch(() => null);
   }
 
-  console.log('| # | scenario | measured | target | ok |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.scenario} | ${r.what} | ${r.measured} | ${r.target} | ${r.pass === null ? '–' : r.pass ? 'yes' : 'NO'} |`);
-  const file = join(ROOT, 'bench', 'results', `changes-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ rows }, null, 2));
-  console.log(`\nwritten ${file}`);
+  writeResults('changes', rows);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

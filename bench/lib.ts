@@ -79,8 +79,11 @@ export async function timedLoad(source: string, dataDir: string): Promise<{ seco
 
 import { freePort } from '../test/helpers/ports.js';
 
-/** Each JSON line a follower (`explorer ingest`) writes on its standard output, as it comes, with the moment it came. */
-export function followerLog(child: ChildProcess): Record<string, any>[] {
+/**
+ * Each JSON line a process (`explorer ingest`, `explorer notify`) writes on its standard output, as it comes,
+ * with the moment it came by `clock` (performance.now(), or Date.now() to compare with other processes' times).
+ */
+export function followerLog(child: ChildProcess, clock: () => number = () => performance.now()): Record<string, any>[] {
   const logged: Record<string, any>[] = [];
   let out = '';
   child.stdout!.on('data', (d: Buffer) => {
@@ -88,7 +91,7 @@ export function followerLog(child: ChildProcess): Record<string, any>[] {
     for (let i = out.indexOf('\n'); i !== -1; i = out.indexOf('\n')) {
       const line = out.slice(0, i);
       out = out.slice(i + 1);
-      if (line.startsWith('{')) logged.push({ ...JSON.parse(line), at: performance.now() });
+      if (line.startsWith('{')) logged.push({ ...JSON.parse(line), at: clock() });
     }
   });
   return logged;
@@ -196,4 +199,17 @@ Promise<{ rps: number; errors: number; kinds: Record<string, KindFigures> }> {
     };
   }
   return { rps: done / elapsed, errors, kinds };
+}
+
+/** One measured scenario of a bench, as its table and results file show it. */
+export interface BenchRow { scenario: string; what: string; measured: string; target: string; pass: boolean | null }
+
+/** Prints the rows as a Markdown table and writes them to bench/results/<name>-<time>.json. */
+export function writeResults(name: string, rows: readonly BenchRow[]): void {
+  console.log('| # | scenario | measured | target | ok |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.scenario} | ${r.what} | ${r.measured} | ${r.target} | ${r.pass === null ? '–' : r.pass ? 'yes' : 'NO'} |`);
+  const file = join(ROOT, 'bench', 'results', `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ rows }, null, 2));
+  console.log(`\nwritten ${file}`);
 }

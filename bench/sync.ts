@@ -11,14 +11,14 @@
 // Y5  peak RSS of the sync process during Y1
 // Environment: BENCH_DIR (default $DATA_DIR/bench).
 import { execFile } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { benchSnapshot, CLI, cpuSeconds, linkedCopy, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { benchSnapshot, CLI, cpuSeconds, linkedCopy, ROOT, startServerProcess, stopServerProcess, writeResults, type BenchRow } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -27,9 +27,8 @@ const UP = join(BENCH_DIR, 'sync-up');
 const log = (m: string) => console.error(`[bench-sync] ${m}`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
-interface Row { scenario: string; what: string; measured: string; target: string; pass: boolean | null }
-const rows: Row[] = [];
-const report = (r: Row) => { rows.push(r); console.error(`[bench-sync] ${r.scenario}: ${r.measured}`); };
+const rows: BenchRow[] = [];
+const report = (r: BenchRow) => { rows.push(r); console.error(`[bench-sync] ${r.scenario}: ${r.measured}`); };
 
 interface Run { wall: number; cpu: number; rssMb: number; upstreamCpu: number; line: string; read: number; rebuild: number; apply: number; snapshot: boolean }
 
@@ -97,12 +96,7 @@ async function main(): Promise<void> {
   }
 
   console.log(`upstream ${host}, mirror on the same machine (${new Date().toISOString().slice(0, 10)})`);
-  console.log('| # | scenario | measured | target | ok |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.scenario} | ${r.what} | ${r.measured} | ${r.target} | ${r.pass === null ? '–' : r.pass ? 'yes' : 'NO'} |`);
-  const file = join(ROOT, 'bench', 'results', `sync-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ rows }, null, 2));
-  console.log(`\nwritten ${file}`);
+  writeResults('sync', rows);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

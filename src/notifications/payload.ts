@@ -56,19 +56,24 @@ function sentence(view: SavedView, fired: FiredTrigger): string {
 }
 
 /** The facts of `fired` for `configuration`, between `from` (null: none before) and `to`. */
+/** What every body says of its configuration and view. */
+const about = (publicUrl: string, view: SavedView, configuration: NotificationConfiguration) => ({
+  payload_version: 1 as const,
+  notification_configuration_id: configuration.id,
+  notification_configuration_name: configuration.name,
+  organization_name: view.organization,
+  view_id: view.id,
+  view_name: view.name,
+  view_url: viewPageUrl(publicUrl, view),
+});
+
 export function notificationFacts(opts: {
   publicUrl: string; view: SavedView; configuration: NotificationConfiguration; from: string | null; to: string; toLoadedAt: string; fired: FiredTrigger[];
 }): NotificationFacts {
   const { publicUrl, view, configuration, from, to } = opts;
   const api = `${publicUrl}/api/v2/organizations/${encodeStrict(view.organization)}/explorer/views/${view.id}`;
   return {
-    payload_version: 1,
-    notification_configuration_id: configuration.id,
-    notification_configuration_name: configuration.name,
-    organization_name: view.organization,
-    view_id: view.id,
-    view_name: view.name,
-    view_url: viewPageUrl(publicUrl, view),
+    ...about(publicUrl, view, configuration),
     from_snapshot: from,
     to_snapshot: to,
     to_loaded_at: opts.toLoadedAt,
@@ -121,13 +126,7 @@ export function renderBody(destinationType: NotificationConfiguration['destinati
 /** The facts of a test notification (`actions/verify`): no snapshot pair, one item that says what it is. */
 export function verificationFacts(publicUrl: string, view: SavedView, configuration: NotificationConfiguration): NotificationFacts {
   return {
-    payload_version: 1,
-    notification_configuration_id: configuration.id,
-    notification_configuration_name: configuration.name,
-    organization_name: view.organization,
-    view_id: view.id,
-    view_name: view.name,
-    view_url: viewPageUrl(publicUrl, view),
+    ...about(publicUrl, view, configuration),
     from_snapshot: null,
     to_snapshot: '',
     to_loaded_at: new Date().toISOString(),
