@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 : "${CLUSTER_HOST:=127.0.0.1}"
 : "${CLUSTER_PORT:=8080}"
 : "${CLUSTER_INSTANCES:=3}"
+# deploy/haproxy.cfg names up to nine instances (EXPLORER_1 … EXPLORER_9).
+if [ "$CLUSTER_INSTANCES" -lt 1 ] || [ "$CLUSTER_INSTANCES" -gt 9 ]; then echo "CLUSTER_INSTANCES must be 1 to 9" >&2; exit 2; fi
 : "${CLUSTER_INSTANCE_PORT:=8081}"
 : "${CLUSTER_REDIS_PORT:=7001}"
 : "${CLUSTER_NODE_TIMEOUT_MS:=5000}"
@@ -74,13 +76,14 @@ do_start() {
 
   echo "explorer instances:"
   local servers=()
+  for i in $(seq 1 9); do unset "EXPLORER_$i"; done
   for i in $(seq 1 "$CLUSTER_INSTANCES"); do
     local port=$((CLUSTER_INSTANCE_PORT + i - 1))
     # Each instance reads its settings from this environment (RATE_LIMIT_MAX, SNAPSHOT_POLL_MS, …); these
     # four are the cluster's.
     HOST="$CLUSTER_HOST" PORT="$port" TRUST_PROXY=1 SHUTDOWN_DRAIN_MS="${SHUTDOWN_DRAIN_MS:-3000}" UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" \
       start "explorer-$i" "main.js serve" "${CLI[@]}" serve
-    servers+=("    server explorer-$i $CLUSTER_HOST:$port check")
+    servers+=("EXPLORER_$i=$CLUSTER_HOST:$port")
   done
   # The one writer of DATA_DIR: batches renamed into spool/incoming/ reach every instance by the snapshot switch.
   mkdir -p "$DATA_DIR/spool/incoming"
@@ -89,9 +92,9 @@ do_start() {
   for i in $(seq 1 "$CLUSTER_INSTANCES"); do await 60 curl -sf "http://$CLUSTER_HOST:$((CLUSTER_INSTANCE_PORT + i - 1))/readyz"; done
 
   echo "HAProxy:"
-  { cat deploy/haproxy.cfg; printf '%s\n' "${servers[@]}"; } > "$DIR/haproxy.cfg"
-  HAPROXY_SOCKET="$DIR/haproxy.sock" CLUSTER_HOST="$CLUSTER_HOST" CLUSTER_PORT="$CLUSTER_PORT" \
-    start haproxy haproxy haproxy -db -f "$DIR/haproxy.cfg"
+  # deploy/haproxy.cfg as it is shipped: the instances' addresses in its environment.
+  start haproxy haproxy env "${servers[@]}" HAPROXY_SOCKET="$DIR/haproxy.sock" CLUSTER_HOST="$CLUSTER_HOST" CLUSTER_PORT="$CLUSTER_PORT" \
+    haproxy -db -f deploy/haproxy.cfg
   await 10 curl -sf "http://$CLUSTER_HOST:$CLUSTER_PORT/healthz"
 
   local token

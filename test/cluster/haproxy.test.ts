@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
@@ -99,6 +100,24 @@ describe('the cluster through HAProxy', function () {
   after(async () => {
     if (c) await cluster('stop').catch(() => null);
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('runs deploy/haproxy.cfg as shipped, which validates on its own and health-checks every server', async () => {
+    const shipped = join(ROOT, 'deploy/haproxy.cfg');
+    const bare = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(EXPLORER_\d|HAPROXY_SOCKET|CLUSTER_HOST|CLUSTER_PORT)$/.test(k)));
+    const checked = await run('haproxy', ['-c', '-f', shipped], { env: bare });
+    expect(checked.stdout + checked.stderr).to.include('Configuration file is valid');
+    expect(readFileSync(shipped, 'utf8')).to.match(/^\s+default-server check /m);
+    const cmdline = readFileSync(`/proc/${pid('haproxy')}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    expect(cmdline.slice(-2)).to.deep.equal(['-f', 'deploy/haproxy.cfg']);
+    // Every instance of the cluster is a server of the running HAProxy, each checked.
+    const state = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(join(dataDir, 'cluster', 'haproxy.sock'), () => socket.end('show servers state explorer\n'));
+      socket.on('data', (d: Buffer) => { text += d.toString(); }).on('end', () => resolve(text)).on('error', reject);
+    });
+    const names = state.split('\n').map((l) => l.split(' ')).filter((f) => /^\d+$/.test(f[0]!) && f.length > 4).map((f) => f[3]);
+    expect(names).to.deep.equal(['explorer-1', 'explorer-2', 'explorer-3']);
   });
 
   it('sends each organization to one instance, and the organizations over every instance', async () => {
