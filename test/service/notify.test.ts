@@ -15,6 +15,8 @@ import { openStateStore } from '../../src/store/open-store.js';
 import type { NotificationConfiguration, SavedView, StateStore } from '../../src/store/state-store.js';
 import { ORG, OTHER_ORG, workspaces, writeSmallSource } from '../fixtures/small-source.js';
 import { freePort } from '../helpers/ports.js';
+import { startTestRedis } from '../helpers/redis.js';
+import { sharedTestCluster } from '../helpers/redis-cluster.js';
 import { startReceiver, type Answer, type Receiver } from '../helpers/receiver.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
@@ -198,3 +200,126 @@ describe('explorer notify', function () {
     expect(order, 'in snapshot order').to.deep.equal([...order].sort());
   });
 });
+
+// The same durability with the state in Redis and in a Redis Cluster: the outbox, the tries and the lease are
+// the store's, so kill -9 of the sender at any moment loses nothing there either, and a standby takes over.
+for (const backend of ['redis', 'redis cluster'] as const) {
+  describe(`explorer notify with its state in ${backend === 'redis' ? 'Redis' : 'a Redis Cluster'}`, function () {
+    this.timeout(180_000);
+    let dir: string;
+    let store: StateStore;
+    let receiver: Receiver;
+    let env: Record<string, string>;
+    let closeRedis: () => Promise<void>;
+    const children: ChildProcess[] = [];
+    const spawnNotifier = () => {
+      const child = spawn(process.execPath, [CLI, 'notify'], {
+        env: { ...process.env, ...env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_LEASE_MS: '600', NOTIFY_METRICS_PORT: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+      child.stderr!.resume();
+      return { child, lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>) };
+    };
+    const exited = (c: ChildProcess) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)));
+
+    before(async () => {
+      if (backend === 'redis') {
+        const redis = await startTestRedis();
+        env = { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix };
+        closeRedis = () => redis.close();
+      } else {
+        const cluster = await sharedTestCluster();
+        env = cluster.env;
+        closeRedis = () => cluster.close();
+      }
+      dir = mkdtempSync(join(tmpdir(), 'explorer-notify-redis-'));
+      writeSmallSource(join(dir, 'source'));
+      await loadSnapshot(join(dir, 'source'), { dataDir: dir, memoryLimit: '512MB' });
+      store = await openStateStore(loadConfig({ DATA_DIR: dir, ...env }));
+      receiver = await startReceiver(() => ({ status: 204 }));
+      const view: SavedView = {
+        id: 'sq-000000000000000R', organization: ORG, name: 'drifted', queryType: 'workspaces', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+        query: { type: 'workspaces', filter: [{ field: 'drifted', operator: 'is', value: ['true'] }] },
+      };
+      await store.createView(view);
+      await store.createNotificationConfiguration({
+        id: 'nc-000000000000000R', organization: ORG, viewId: view.id, name: 'r', enabled: true, destinationType: 'generic', url: `${receiver.url}/r`,
+        token: null, triggers: ['explorer:rows-added', 'explorer:rows-removed'], threshold: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+      });
+    });
+    after(async () => {
+      for (const c of children) c.kill('SIGKILL');
+      await receiver?.close();
+      await store?.close();
+      await closeRedis?.();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('loses nothing through kill -9 at many moments, repeats at most once, keeps the order, and a standby takes over', async () => {
+      const first = spawnNotifier();
+      for (const end = Date.now() + 30_000; !first.lines().some((l) => l.message === 'notifications start from the current snapshot');) {
+        if (Date.now() > end) throw new Error('the notifier did not start');
+        await sleep(50);
+      }
+      first.child.kill('SIGKILL');
+      await exited(first.child);
+      let flips = 0;
+      for (let delay = 100; delay <= 1300; delay += 200) {
+        const batch = join(dir, `batch-${flips}`);
+        mkdirSync(batch);
+        writeFileSync(join(batch, 'workspaces.ndjson'), ndjson([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0, resources_drifted: flips, resources_undrifted: 11 } }]));
+        await applyBatch(batch, { dataDir: dir, memoryLimit: '512MB' });
+        const n = spawnNotifier();
+        await sleep(delay);
+        n.child.kill('SIGKILL');
+        await exited(n.child);
+      }
+      // Two at once: one sends, the other waits; the one sending is killed, and the standby finishes.
+      const a = spawnNotifier();
+      const b = spawnNotifier();
+      const holder = async () => {
+        for (const end = Date.now() + 30_000; ;) {
+          const sending = [a, b].find((x) => x.lines().some((l) => l.message === 'sending notifications'));
+          if (sending) return sending;
+          if (Date.now() > end) throw new Error('neither took the lease');
+          await sleep(20);
+        }
+      };
+      const active = await holder();
+      const standby = active === a ? b : a;
+      active.child.kill('SIGKILL');
+      await exited(active.child);
+      // One more batch after the kill: only the standby is left to tell of it.
+      const last = join(dir, `batch-${flips}`);
+      mkdirSync(last);
+      writeFileSync(join(last, 'workspaces.ndjson'), ndjson([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0, resources_drifted: flips, resources_undrifted: 11 } }]));
+      await applyBatch(last, { dataDir: dir, memoryLimit: '512MB' });
+      const deliveries = () => {
+        const seen = new Map<string, { at: number; to: string; count: number }>();
+        for (const r of receiver.received) {
+          const id = r.headers['x-explorer-delivery'] as string;
+          const prior = seen.get(id);
+          if (prior) prior.count++;
+          else seen.set(id, { at: r.at, to: JSON.parse(r.body).to_snapshot, count: 1 });
+        }
+        return seen;
+      };
+      for (const end = Date.now() + 60_000; deliveries().size < flips;) {
+        if (Date.now() > end) throw new Error(`${deliveries().size} of ${flips} notifications arrived`);
+        await sleep(50);
+      }
+      expect(standby.lines().some((l) => l.message === 'sending notifications'), 'the standby took over').to.equal(true);
+      standby.child.kill('SIGTERM');
+      await exited(standby.child);
+      expect(await store.pendingNotifications()).to.deep.equal([]);
+      const seen = deliveries();
+      expect(seen.size).to.equal(flips);
+      for (const [id, v] of seen) expect(v.count, `${id}: at most one repeat`).to.be.at.most(2);
+      const order = [...seen.values()].sort((x, y) => x.at - y.at).map((v) => v.to);
+      expect(order).to.deep.equal([...order].sort());
+    });
+  });
+}
