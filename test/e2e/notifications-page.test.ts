@@ -1,6 +1,7 @@
 // The Notifications panel of the explorer page, end to end: Debian's chromium driven by playwright-core against
 // a real server and a real receiver on loopback. Opening a saved view shows its panel; a notification created
-// there is what the API holds; Verify reaches the receiver, signed, and the panel shows the delivery.
+// there is what the API holds, and so is an edit; Verify reaches the receiver, signed, and the panel shows
+// the delivery.
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -40,6 +41,12 @@ describe('the Notifications panel of the explorer page', function () {
     await h?.close();
   });
   afterEach(() => { expect(problems, 'errors and CSP violations in the page').to.deep.equal([]); });
+  const until = async (test: () => boolean, what: string) => {
+    for (const end = Date.now() + 10_000; !test();) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
 
   it('creates a notification for the open saved view, verifies it, and shows the delivery', async () => {
     await page.goto(`${h.url}/explorer#org=${ORG}&type=workspaces`);
@@ -74,6 +81,26 @@ describe('the Notifications panel of the explorer page', function () {
     const [got] = receiver.received;
     expect(got!.headers['x-explorer-notification-signature']).to.equal(createHmac('sha512', 'page secret').update(got!.body).digest('hex'));
     expect(JSON.parse(got!.body).notifications[0].trigger).to.equal('verification');
+
+    // Edit: the form holds the configuration; the name and a threshold changed, the token kept.
+    await page.click('#notify-list li .notify-edit');
+    expect(await page.inputValue('#notify-name')).to.equal('drift alerts');
+    expect(await page.inputValue('#notify-url')).to.equal(`${receiver.url}/hook`);
+    expect(await page.isChecked('input[name=notify-trigger][value="explorer:rows-added"]')).to.equal(true);
+    await page.fill('#notify-name', 'drift and size');
+    await page.check('input[name=notify-trigger][value="explorer:threshold"]');
+    await page.selectOption('#notify-measure', 'sum:resource_count');
+    await page.selectOption('#notify-direction', 'above');
+    await page.fill('#notify-value', '4500');
+    await page.click('#notify-create');
+    await page.waitForSelector('#notify-list li .saved-name:text("drift and size")');
+    const edited = (await (await h.request(`/api/v2/organizations/${ORG}/explorer/views/${view}/notification-configurations`)).json() as { data: any[] }).data[0].attributes;
+    expect(edited.name).to.equal('drift and size');
+    expect(edited.triggers).to.deep.equal(['explorer:rows-added', 'explorer:threshold']);
+    expect(edited.threshold).to.deep.equal({ measure: 'sum:resource_count', above: 4500 });
+    await page.click('#notify-list li .notify-verify');
+    await until(() => receiver.received.length === 2, 'the second verification');
+    expect(receiver.received[1]!.headers['x-explorer-notification-signature'], 'the token kept').to.equal(createHmac('sha512', 'page secret').update(receiver.received[1]!.body).digest('hex'));
 
     await page.click('#notify-list li .notify-disable');
     await page.waitForSelector('#notify-list li.disabled .notify-enable');

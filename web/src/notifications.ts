@@ -1,5 +1,5 @@
 // The Notifications panel of an open saved view (docs/notifications.md, "The page"): its configurations with
-// their last delivery (green or red), and controls to create, enable, disable, verify and delete them, the
+// their last delivery (green or red), and controls to create, edit, enable, disable, verify and delete them, the
 // threshold's measure chosen from the view's number fields.
 import type { Api } from './api.js';
 import type { WebView } from './catalog.js';
@@ -26,6 +26,8 @@ export interface NotificationsPanel {
 
 export function notificationsPanel(root: HTMLElement, api: Api, report: (e: unknown) => void, say: (text: string) => void): NotificationsPanel {
   let current: { path: string; name: string; catalogView: WebView } | null = null;
+  /** The configuration the form edits; null: the form creates one. */
+  let editing: Configuration | null = null;
   const list = h('ul', { id: 'notify-list', class: 'saved-list', 'aria-label': 'Notification configurations' });
   const empty = h('p', { id: 'notify-empty', class: 'hint' }, 'No notifications yet: create one below.');
   const form = h('form', { id: 'notify-form', novalidate: true });
@@ -60,6 +62,11 @@ export function notificationsPanel(root: HTMLElement, api: Api, report: (e: unkn
           if (body) say(body.data.successful ? `The test notification to “${c.attributes.name}” was delivered (${body.data.code}).` : `The test notification to “${c.attributes.name}” failed (${body.data.code ?? body.data.body}).`);
           await load();
         }),
+        act('Edit', async () => {
+          editing = c;
+          renderForm();
+          (form.querySelector('#notify-name') as HTMLInputElement).focus();
+        }),
         act(c.attributes.enabled ? 'Disable' : 'Enable', async () => {
           await api.json(`${path()}/${c.id}`, { method: 'PATCH', body: { data: { type: TYPE, attributes: { enabled: !c.attributes.enabled } } } }).catch(report);
           await load();
@@ -73,23 +80,27 @@ export function notificationsPanel(root: HTMLElement, api: Api, report: (e: unkn
 
   function renderForm(): void {
     const sums = current!.catalogView.fields.filter((f) => f.type === 'number').map((f) => f.name);
+    const was = editing?.attributes;
     const input = (id: string, label: string, attrs: Record<string, string | boolean>) =>
       h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, ...attrs }));
+    const option = (value: string, text: string, chosen: boolean) => h('option', { value, selected: chosen }, text);
+    const direction = was?.threshold?.below !== undefined ? 'below' : 'above';
     form.replaceChildren(
-      h('h3', {}, `New notification for “${current!.name}”`),
-      input('notify-name', 'Name', { type: 'text', maxlength: '255', autocomplete: 'off' }),
+      h('h3', {}, was ? `Edit “${was.name}”` : `New notification for “${current!.name}”`),
+      input('notify-name', 'Name', { type: 'text', maxlength: '255', autocomplete: 'off', value: was?.name ?? '' }),
       h('div', { class: 'field' }, h('label', { for: 'notify-type' }, 'Destination'),
-        h('select', { id: 'notify-type' }, ...['generic', 'slack', 'microsoft-teams'].map((t) => h('option', { value: t }, t)))),
-      input('notify-url', 'URL', { type: 'url', autocomplete: 'off', placeholder: 'https://…' }),
-      input('notify-token', 'Token (signs a generic body; optional)', { type: 'password', autocomplete: 'off' }),
+        h('select', { id: 'notify-type' }, ...['generic', 'slack', 'microsoft-teams'].map((t) => option(t, t, was?.['destination-type'] === t)))),
+      input('notify-url', 'URL', { type: 'url', autocomplete: 'off', placeholder: 'https://…', value: was?.url ?? '' }),
+      input('notify-token', was ? 'Token (empty: keep the one set)' : 'Token (signs a generic body; optional)', { type: 'password', autocomplete: 'off' }),
       h('fieldset', {}, h('legend', {}, 'Tell me when'),
-        ...TRIGGERS.map(([value, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'notify-trigger', value }), ` ${label}`))),
+        ...TRIGGERS.map(([value, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'notify-trigger', value, checked: was?.triggers.includes(value) ?? false }), ` ${label}`))),
       h('div', { class: 'field inline' },
         h('label', { for: 'notify-measure' }, 'Threshold'),
-        h('select', { id: 'notify-measure' }, h('option', { value: 'count' }, 'count'), ...sums.map((f) => h('option', { value: `sum:${f}` }, `sum of ${f}`))),
-        h('select', { id: 'notify-direction', 'aria-label': 'above or below' }, h('option', { value: 'above' }, 'above'), h('option', { value: 'below' }, 'below')),
-        h('input', { id: 'notify-value', type: 'number', 'aria-label': 'Threshold value', value: '0' })),
-      h('button', { type: 'submit', id: 'notify-create' }, 'Create notification'),
+        h('select', { id: 'notify-measure' }, option('count', 'count', was?.threshold?.measure === 'count'), ...sums.map((f) => option(`sum:${f}`, `sum of ${f}`, was?.threshold?.measure === `sum:${f}`))),
+        h('select', { id: 'notify-direction', 'aria-label': 'above or below' }, option('above', 'above', direction === 'above'), option('below', 'below', direction === 'below')),
+        h('input', { id: 'notify-value', type: 'number', 'aria-label': 'Threshold value', value: String(was?.threshold?.above ?? was?.threshold?.below ?? 0) })),
+      h('button', { type: 'submit', id: 'notify-create' }, was ? 'Save changes' : 'Create notification'),
+      ...(was ? [h('button', { type: 'button', id: 'notify-cancel', onclick: () => { editing = null; renderForm(); } }, 'Cancel')] : []),
     );
   }
 
@@ -100,11 +111,14 @@ export function notificationsPanel(root: HTMLElement, api: Api, report: (e: unkn
     const type = value('notify-type');
     const attributes: Record<string, unknown> = { name: value('notify-name'), 'destination-type': type, url: value('notify-url'), triggers };
     if (type === 'generic' && value('notify-token') !== '') attributes.token = value('notify-token');
-    if (triggers.includes('explorer:threshold')) attributes.threshold = { measure: value('notify-measure'), [value('notify-direction')]: Number(value('notify-value')) };
+    attributes.threshold = triggers.includes('explorer:threshold') ? { measure: value('notify-measure'), [value('notify-direction')]: Number(value('notify-value')) } : null;
+    const edited = editing;
     void (async () => {
       try {
-        await api.json(path(), { method: 'POST', body: { data: { type: TYPE, attributes } } });
-        say(`Created the notification “${String(attributes.name).trim()}”.`);
+        if (edited) await api.json(`${path()}/${edited.id}`, { method: 'PATCH', body: { data: { type: TYPE, attributes } } });
+        else await api.json(path(), { method: 'POST', body: { data: { type: TYPE, attributes } } });
+        say(`${edited ? 'Saved' : 'Created'} the notification “${String(attributes.name).trim()}”.`);
+        editing = null;
         renderForm();
         await load();
       } catch (e) {
@@ -116,6 +130,7 @@ export function notificationsPanel(root: HTMLElement, api: Api, report: (e: unkn
   return {
     async show(view) {
       current = view;
+      editing = null;
       root.hidden = view === null;
       if (!view) return;
       renderForm();
