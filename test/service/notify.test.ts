@@ -24,6 +24,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 const byId = (id: string) => workspaces.find((w) => w.id === id)!;
 
+/** `explorer notify` as a child process (receivers on loopback allowed, quick retries, no metrics port), its JSON lines gathered. */
+function startNotifier(children: ChildProcess[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [CLI, 'notify'], {
+    env: { ...process.env, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_METRICS_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr!.resume();
+  return { child, lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>) };
+}
+
 describe('explorer notify', function () {
   this.timeout(120_000);
   let dir: string;
@@ -41,17 +54,8 @@ describe('explorer notify', function () {
     token: null, triggers: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed'], threshold: null,
     createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', ...extra,
   });
-  const notifier = (env: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [CLI, 'notify'], {
-      env: { ...process.env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_MAX_ATTEMPTS: '2', PUBLIC_URL: 'https://explorer.example.com', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr!.resume();
-    return { child, lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>) };
-  };
+  const notifier = (env: Record<string, string> = {}) =>
+    startNotifier(children, { DATA_DIR: dir, NOTIFY_MAX_ATTEMPTS: '2', PUBLIC_URL: 'https://explorer.example.com', ...env });
   const until = async (test: () => boolean, what: string, ms = 30_000) => {
     for (const end = Date.now() + ms; !test();) {
       if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -212,17 +216,7 @@ for (const backend of ['redis', 'redis cluster'] as const) {
     let env: Record<string, string>;
     let closeRedis: () => Promise<void>;
     const children: ChildProcess[] = [];
-    const spawnNotifier = () => {
-      const child = spawn(process.execPath, [CLI, 'notify'], {
-        env: { ...process.env, ...env, DATA_DIR: dir, NOTIFY_ALLOW_HOSTS: '127.0.0.1', NOTIFY_BACKOFF_MS: '100', NOTIFY_LEASE_MS: '600', NOTIFY_METRICS_PORT: '0' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.push(child);
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-      child.stderr!.resume();
-      return { child, lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>) };
-    };
+    const spawnNotifier = () => startNotifier(children, { ...env, DATA_DIR: dir, NOTIFY_LEASE_MS: '600' });
     const exited = (c: ChildProcess) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)));
 
     before(async () => {
