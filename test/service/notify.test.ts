@@ -169,10 +169,12 @@ describe('explorer notify', function () {
     const kills: number[] = [];
     let flips = 0;
     const lease = { NOTIFY_LEASE_MS: '600' };
-    // Each round: a batch flips ws-aaa2's drift (a notification for each), a sender starts and is killed after a growing delay.
-    for (let delay = 50; delay <= 1250; delay += 150) {
+    // Each round: a batch flips ws-aaa2's drift (a notification for each), a sender starts, and once it holds
+    // the lease it is killed after a growing delay: from before it checked the pair to well into sending.
+    for (let delay = 0; delay <= 900; delay += 100) {
       await apply([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0 ? false : true, resources_drifted: flips, resources_undrifted: 11 } }]);
       const n = notifier(lease);
+      await until(() => n.lines().some((l) => l.message === 'sending notifications'), 'the sender to hold the lease');
       await sleep(delay);
       n.child.kill('SIGKILL');
       await new Promise((r) => (n.child.exitCode !== null || n.child.signalCode !== null ? r(null) : n.child.once('exit', r)));

@@ -59,8 +59,9 @@ function setup(title: string, redis: RedisBackend | null, instances: 1 | 2) {
 
     it(`a burst of 25 from an idle context: exactly ${MAX} pass, and every reset names the window's end`, async () => {
       const answers = await burst([h.tokens.owners], 25);
-      expect(passed(answers)).to.equal(MAX);
-      expect(answers.filter((a) => a.status === 429)).to.have.length(25 - MAX);
+      const statuses = JSON.stringify(answers.map((a) => a.status));
+      expect(passed(answers), statuses).to.equal(MAX);
+      expect(answers.filter((a) => a.status === 429), statuses).to.have.length(25 - MAX);
       // The window opened while the burst's first request was on its way: its end lies in this interval.
       // Each reset was computed between the request's sending and its answer's arrival, so the window's end
       // lies between sent + reset and received + reset: no allowance for how late the answer is read (on a
