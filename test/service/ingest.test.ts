@@ -195,14 +195,20 @@ describe('explorer apply and explorer ingest', function () {
         return { status: res.status, snapshot: res.headers.get('x-explorer-snapshot'), modified: res.headers.get('last-modified'), body: await res.text() };
       }));
       const before = await pages();
-      // Killed while it compacts, at growing delays: a compaction killed midway changes nothing.
+      // Killed while it compacts, at growing delays from the moment its file appears (so that the kills land
+      // in the compaction whatever the machine's load): a compaction killed midway changes nothing. Once one
+      // got through its switch there is nothing left to compact.
+      // The file a follower compacts into is named by its pid (one a killed follower left is another's).
+      const writing = (pid: number) => readdirSync(join(dataDir, 'snapshots')).some((n) => n.startsWith(`.whole-${pid}.`));
+      const switched = () => (JSON.parse(readFileSync(join(snapshotPath(dataDir, id), 'manifest.json'), 'utf8')) as { whole?: string }).whole !== undefined;
       let midway = 0;
-      for (let delay = 1000; delay <= 2400; delay += 200) {
+      for (let delay = 0; delay <= 1400 && !switched(); delay += 200) {
         const f = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '1' });
+        await until(() => writing(f.child.pid!) || switched(), 60_000, 'the compaction to start');
         await sleep(delay);
         f.child.kill('SIGKILL');
         await exited(f.child);
-        if (readdirSync(join(dataDir, 'snapshots')).some((n) => n.startsWith('.whole-'))) midway++;
+        if (writing(f.child.pid!)) midway++;
         const m = await readManifest(dataDir, id);
         expect(m.delta === undefined ? m.whole !== undefined : m.major === layered.major && m.delta === layered.delta && m.whole === undefined, `after a kill at ${delay} ms`).to.equal(true);
       }
