@@ -51,25 +51,30 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
   const leaseMs = opts.leaseMs ?? 15_000;
   const pollMs = opts.pollMs ?? 500;
   let leased = false;
-  // -1 before the first try: its outcome is said either way.
-  let renewedAt = -1;
+  let said = false;
+  // The lease, renewed at a third of its length, also while a long check runs (a load's pair takes tens of
+  // seconds): a holder that stops renewing loses it to the next, and one that lost it stops between pairs.
+  const renew = async () => {
+    const held = await opts.store.takeNotifierLease(holder, leaseMs).catch((e: Error) => {
+      opts.log('warn', 'the lease could not be taken or renewed', { error: e.message });
+      return false;
+    });
+    if (held !== leased || !said) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
+    said = true;
+    leased = held;
+  };
+  let renewing: Promise<void> | undefined;
+  const renewNow = () => (renewing ??= renew().finally(() => { renewing = undefined; }));
+  const renewal = setInterval(() => { void renewNow(); }, leaseMs / 3);
   // The configurations with a send in flight: one at a time each, all of them side by side.
   const sending = new Map<string, Promise<void>>();
   try {
     while (!opts.signal.aborted) {
-      // The lease, renewed at a third of its length: a holder that stops renewing loses it to the next.
-      if (Date.now() - renewedAt > leaseMs / 3) {
-        const held = await opts.store.takeNotifierLease(holder, leaseMs).catch((e: Error) => {
-          opts.log('warn', 'the lease could not be taken or renewed', { error: e.message });
-          return false;
-        });
-        if (held !== leased || renewedAt === -1) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
-        leased = held;
-        renewedAt = held ? Date.now() : 0;
-      }
+      // A waiting notifier asks at every turn (a second at most), so that it takes over soon after the lease ends.
+      if (!leased || !said) await renewNow();
       if (leased) {
         try {
-          await checkNewSnapshots(opts);
+          await checkNewSnapshots(opts, () => leased);
           await startDue(opts, sending);
         } catch (e) {
           opts.log('warn', 'notifications not checked or sent this time', { error: (e as Error).message });
@@ -78,13 +83,15 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
       await sleep(leased ? pollMs : Math.min(leaseMs / 3, 1000), undefined, { signal: opts.signal }).catch(() => undefined);
     }
   } finally {
+    clearInterval(renewal);
+    await renewing;
     await Promise.all(sending.values());
     if (leased) await opts.store.releaseNotifierLease(holder).catch(() => undefined);
   }
 }
 
 /** The snapshots that became current since the last one checked, each pair checked and recorded with its notifications. */
-async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
+async function checkNewSnapshots(opts: NotifierOptions, leased: () => boolean): Promise<void> {
   const current = await readCurrentId(opts.dataDir);
   if (current === null) return;
   const cursor = await opts.store.notifierCursor();
@@ -98,7 +105,7 @@ async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
   const retained = (await listSnapshotIds(opts.dataDir)).filter((id) => id > cursor && id <= current);
   let previous: string = cursor;
   for (const id of retained) {
-    if (opts.signal.aborted) return;
+    if (opts.signal.aborted || !leased()) return;
     const started = performance.now();
     const checked = await checkOnePair(opts, previous, id).then((made) => {
       opts.metrics?.pairsChecked.inc();
@@ -109,6 +116,8 @@ async function checkNewSnapshots(opts: NotifierOptions): Promise<void> {
       opts.metrics?.pairsSkipped.inc();
       return null;
     });
+    // A lease lost meanwhile: another sender checks this pair; recording it here would send it twice.
+    if (!leased()) return;
     await opts.store.recordChecked(id, checked?.notifications ?? []);
     if (checked) {
       opts.log('info', 'snapshot pair checked', { from: previous, to: id, organizations: checked.organizations, configurations: checked.configurations,
