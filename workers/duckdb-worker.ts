@@ -6,7 +6,8 @@ import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
-import { pageLinks, pagination } from '../src/query/links.js';
+import { encodeCursor } from '../src/query/cursor.js';
+import { cursorLinks, pageLinks, pagination } from '../src/query/links.js';
 import { pageJson, pageRows } from './page-json.js';
 import { Engine, type Attached } from './engine.js';
 import type { Slot } from './slots.js';
@@ -160,9 +161,21 @@ async function page(task: PageTask): Promise<PageResult> {
     }
     // The whole document is written here, not in the main thread: structured-cloning row objects cost as
     // much as the query, and a second buffer there for the envelope made its collector run every few pages.
-    const { number, size, base, carried } = task.document;
-    const meta = pagination(number, size, total);
-    const body = pageJson(all, task, '{"data":', `,"links":${JSON.stringify(pageLinks(base, carried, meta))},"meta":${JSON.stringify({ pagination: meta })}}`);
+    const { number, size, base, carried, cursor } = task.document;
+    let tail: string;
+    if (cursor) {
+      // The row past the page's size only says that another follows: the next cursor names the page's last row.
+      const more = all.length > size;
+      if (more) all = all.slice(0, size);
+      const keysAt = 1 + (task.valueIndexes ? 1 : task.attributes.length);
+      const next = more ? encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after: all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[] }) : null;
+      const links = cursorLinks(base, carried, size, cursor.received, next);
+      tail = `,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: { 'page-size': size, 'total-count': total } })}}`;
+    } else {
+      const meta = pagination(number, size, total);
+      tail = `,"links":${JSON.stringify(pageLinks(base, carried, meta))},"meta":${JSON.stringify({ pagination: meta })}}`;
+    }
+    const body = pageJson(all, task, '{"data":', tail);
     const result = { ok: true as const, total, rows: all.length, body, memory: await memoryReport(slot.connection) };
     // The body's ArrayBuffer (its own: Pieces.finish) moves to the main thread instead of being copied.
     return Piscina.move({ [Piscina.transferableSymbol]: body.buffer, [Piscina.valueSymbol]: result }) as unknown as PageResult;

@@ -59,6 +59,11 @@ export interface PageDocument {
   /** Scheme, host and path of the request; `carried`, the parameters its links repeat. */
   base: string;
   carried: [string, string][];
+  /**
+   * Set on a cursor page (docs/data-out.md): what the next cursor is made of. The page's rows carry
+   * `keyCount` sort term values after their values, and one row more than `size` when another row follows.
+   */
+  cursor?: { scope: string; snapshots: string[]; received: string; keyCount: number };
 }
 
 export interface ExportTask extends TaskBase {

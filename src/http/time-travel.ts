@@ -41,12 +41,17 @@ export async function travel(ctx: Ctx, registry: SnapshotRegistry, params: Reado
   if (!params.has('snapshot') && !params.has('as_of')) return [];
   const chosen = chooseSnapshot(params, await organizationHistory(ctx, registry));
   const carried: [string, string][] = params.has('snapshot') ? [['snapshot', params.get('snapshot')!]] : [['as_of', params.get('as_of')!]];
-  if (!chosen || chosen.id === ctx.state.lease!.snapshot.id) return carried;
-  // The request now reads `chosen`; the current snapshot's lease is kept (and released) with the others.
-  (ctx.state.history ??= []).push(ctx.state.lease!);
-  ctx.state.lease = registry.lease(chosen.snapshot);
-  ctx.set('X-Explorer-Snapshot', chosen.id);
+  if (chosen) readSnapshot(ctx, registry, chosen.snapshot);
   return carried;
+}
+
+/** Makes the request read `snapshot` (a retained one) instead of the one it read so far. */
+export function readSnapshot(ctx: Ctx, registry: SnapshotRegistry, snapshot: Snapshot): void {
+  if (snapshot.id === ctx.state.lease!.snapshot.id) return;
+  // The lease of the snapshot read so far is kept (and released) with the others.
+  (ctx.state.history ??= []).push(ctx.state.lease!);
+  ctx.state.lease = registry.lease(snapshot);
+  ctx.set('X-Explorer-Snapshot', snapshot.id);
 }
 
 /**

@@ -24,7 +24,10 @@ export interface CompiledQuery {
   valueIndexes?: number[];
   /** The total, when it is known without counting: an unfiltered query of an organization whose rows the snapshot records. */
   knownTotal?: number;
-  /** Every matching row, every value as a non-null VARCHAR ready for CSV (interface §6). */
+  /**
+   * Every matching row in the export's format: for CSV every value as a non-null VARCHAR (interface §6); for
+   * Parquet and NDJSON typed columns named as the CSV header (exportValueSql).
+   */
   export: { sql: string; params: SqlValue[] };
   /** The export reads stored lines (one VARCHAR column, already quoted), in stored order: write them as they are. */
   exportLines: boolean;
@@ -47,7 +50,7 @@ export interface CompileTarget {
    * the rows in the view's default order: an export of exactly those fields in that order reads the lines.
    */
   csvLines?: readonly number[];
-  /** Each organization's rows are stored in the view's default order: a page in that order is a plain scan. */
+  /** Each organization's rows are stored in the view's default order: a page or an export in that order is a plain scan. */
   defaultOrderStored?: boolean;
   /**
    * How the relation names a row's position (`rowid` for a table, a column where the relation is a
@@ -152,30 +155,82 @@ export function condition(c: Condition, params: SqlValue[]): string {
   throw new Error(`unknown operator ${c.operator satisfies never} (negative: ${isNegative(c.operator)})`);
 }
 
-/** ORDER BY terms for one key (interface §5). Nulls are last in both directions. */
-export function orderTerms({ field, descending }: SortKey): string[] {
-  return orderTermsOver(field, descending, { value: col(field), folded: foldedValue(field), versionKey: ident(versionKeyColumn(field.column)) });
+/** The SQL type of a sort term's value: a cursor carries it as text, and its page binds it back as this type. */
+export type KeyType = 'VARCHAR' | 'BIGINT' | 'HUGEINT' | 'INTEGER' | 'BOOLEAN' | 'TIMESTAMP';
+
+/** One term of an ORDER BY (nulls last in either direction), with the type of its value for a keyset (cursor.ts). */
+export interface SortTerm {
+  expr: string;
+  descending: boolean;
+  type: KeyType;
 }
+
+export const termSql = (t: SortTerm) => `${t.expr} ${t.descending ? 'DESC' : 'ASC'} NULLS LAST`;
+
+/** The term that ends every order of a view's rows: ids are unique, so the order is total. */
+export const ID_TERM: SortTerm = { expr: '"_id"', descending: false, type: 'VARCHAR' };
+
+const KEY_TYPES: Record<Field['type'], KeyType> = { string: 'VARCHAR', number: 'BIGINT', boolean: 'BOOLEAN', datetime: 'TIMESTAMP' };
+
+/** ORDER BY terms for one key (interface §5). Nulls are last in both directions. */
+export function orderTerms(key: SortKey): string[] {
+  return sortTerms(key).map(termSql);
+}
+
+/** The terms of one key, as orderTerms writes them. */
+export function sortTerms({ field, descending }: SortKey): SortTerm[] {
+  return sortTermsOver(field, descending, { value: col(field), folded: foldedValue(field), versionKey: ident(versionKeyColumn(field.column)) });
+}
+
+/** Every term of a query's order: its keys', then the row id. */
+export const queryTerms = (query: Query): SortTerm[] => [...query.sort.flatMap(sortTerms), ID_TERM];
 
 /**
  * ORDER BY terms for a value of `field`'s type held in other columns than the field's own (a summary's
  * group): `value`, its folded form (strings) and its version order key (versions), as SQL expressions.
  */
 export function orderTermsOver(field: Field, descending: boolean, columns: { value: string; folded: string; versionKey: string }): string[] {
-  const dir = descending ? 'DESC' : 'ASC';
+  return sortTermsOver(field, descending, columns).map(termSql);
+}
+
+export function sortTermsOver(field: Field, descending: boolean, columns: { value: string; folded: string; versionKey: string }): SortTerm[] {
   const { value: c0, folded: f0, versionKey: vk } = columns;
+  const type = KEY_TYPES[field.type];
   if (field.version) {
     // Versions, then non-versions, then nulls — in both directions; versions compare by key, then exactly.
     return [
-      `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END) ASC`,
-      `${vk} ${dir} NULLS LAST`,
-      `(CASE WHEN ${vk} IS NULL THEN ${f0} END) ${dir} NULLS LAST`,
-      `${c0} ${dir} NULLS LAST`,
+      { expr: `(CASE WHEN ${vk} IS NOT NULL THEN 0 WHEN ${c0} IS NOT NULL THEN 1 ELSE 2 END)`, descending: false, type: 'INTEGER' },
+      { expr: vk, descending, type: 'VARCHAR' },
+      { expr: `(CASE WHEN ${vk} IS NULL THEN ${f0} END)`, descending, type: 'VARCHAR' },
+      { expr: c0, descending, type },
     ];
   }
-  if (field.type === 'string') return [`${f0} ${dir} NULLS LAST`, `${c0} ${dir} NULLS LAST`];
-  return [`${c0} ${dir} NULLS LAST`];
+  if (field.type === 'string') return [{ expr: f0, descending, type: 'VARCHAR' }, { expr: c0, descending, type }];
+  return [{ expr: c0, descending, type }];
 }
+
+/**
+ * The keyset test of a cursor page (docs/data-out.md): the rows that come after the row whose term values
+ * are `after` (as text, null for null) in the order of `terms`, nulls last in either direction. Values
+ * are bound and cast back to each term's type; a null is decided here, so it binds nothing.
+ */
+export function keysetAfter(terms: readonly SortTerm[], after: readonly (string | null)[], params: SqlValue[]): string {
+  const bound = (t: SortTerm, v: string) => (params.push(v), `CAST(? AS ${t.type})`);
+  const alternatives: string[] = [];
+  for (let i = 0; i < terms.length; i++) {
+    const term = terms[i]!;
+    const value = after[i]!;
+    // Nothing sorts after a null: nulls are last in both directions.
+    if (value === null) continue;
+    const equal = terms.slice(0, i).map((t, j) => (after[j] === null ? `${t.expr} IS NULL` : `${t.expr} = ${bound(t, after[j]!)}`));
+    const later = `(${term.expr} ${term.descending ? '<' : '>'} ${bound(term, value)} OR ${term.expr} IS NULL)`;
+    alternatives.push([...equal, later].join(' AND '));
+  }
+  return alternatives.length === 0 ? 'false' : `(${alternatives.map((a) => `(${a})`).join('\n    OR ')})`;
+}
+
+/** Each term's value as text, for the cursor of a page's last row: `_key0`, `_key1`, … */
+export const keyColumns = (terms: readonly SortTerm[]) => terms.map((t, i) => `CAST(${t.expr} AS VARCHAR) AS ${ident(`_key${i}`)}`);
 
 /** A field's value as a page returns it: datetimes already in the JSON form of interface §6, the rest typed. */
 export function jsonValueSql(f: Field, column = col(f)): string {
@@ -193,20 +248,42 @@ export function rowJsonSql(view: View, column: (f: Field) => string = col): stri
   return `json_array(${byIndex.map((f) => jsonValueSql(f, column(f))).join(', ')})::VARCHAR`;
 }
 
-/**
- * The CSV text of a field. Its output name must not be a column name: ORDER BY binds a name to the
- * SELECT list before the table, so `AS "drifted"` made the export sort by the text ('' first, "10" before
- * "2") instead of the value. The header is written apart, from the catalog, so the name is free.
- */
-function csvValue(f: Field, i: number): string {
-  return `${csvText(f)} AS ${ident(`_csv${i}`)}`;
-}
-
 /** A field's CSV text before quoting (interface §6): datetimes in whole seconds, null as ''. */
 export function csvText(f: Field, column = col(f)): string {
   const text = f.type === 'datetime' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S') || '+00:00'` : `CAST(${column} AS VARCHAR)`;
   return `coalesce(${text}, '')`;
 }
+
+/** What an export writes (docs/data-out.md): CSV text, or typed columns as Parquet or NDJSON. */
+export type ExportFormat = 'csv' | 'parquet' | 'ndjson';
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'parquet', 'ndjson'];
+
+/**
+ * A value as a typed export writes it: the JSON answer's value, typed. Numbers BIGINT (exact); a datetime the
+ * instant to the millisecond, as TIMESTAMP WITH TIME ZONE in Parquet (timezone('UTC', …) reads the stored UTC
+ * wall time whatever the session's zone) and as the JSON answer's text in NDJSON; the rest as stored.
+ */
+export function typedValueSql(type: Field['type'], format: Exclude<ExportFormat, 'csv'>, column: string): string {
+  if (type === 'number') return `CAST(${column} AS BIGINT)`;
+  if (type !== 'datetime') return column;
+  return format === 'ndjson' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : `timezone('UTC', date_trunc('millisecond', ${column}))`;
+}
+
+/**
+ * An export's statement: `values` (SQL over `body`'s rows, in column order) as CSV text, or typed and named
+ * `names` for Parquet and NDJSON. The names are given to an outer projection: ORDER BY binds a name to the
+ * SELECT list before the table, so naming a value `drifted` inside made the export sort by its text ('' first,
+ * "10" before "2") instead of the value. The CSV header is written apart, from the catalog. A projection
+ * keeps its input's order.
+ */
+export function exportSelect(format: ExportFormat, values: readonly string[], names: readonly string[], body: string): string {
+  const inner = `SELECT ${values.map((v, i) => `${v} AS ${ident(`_out${i}`)}`).join(', ')}\n${body}`;
+  if (format === 'csv') return inner;
+  return `SELECT ${names.map((n, i) => `${ident(`_out${i}`)} AS ${ident(n)}`).join(', ')}\nFROM (${inner})`;
+}
+
+/** A field's value for an export in `format`. */
+export const exportValue = (f: Field, format: ExportFormat, column = col(f)) => (format === 'csv' ? csvText(f, column) : typedValueSql(f.type, format, column));
 
 /**
  * A row's whole CSV line, every value quoted as COPY's FORCE_QUOTE quotes it (`"` doubled), without the
@@ -275,7 +352,13 @@ function chooseIndex(query: Query, target: CompileTarget): { relation: string; s
   return undefined;
 }
 
-export function compileQuery(query: Query, target: CompileTarget): CompiledQuery {
+/**
+ * A query's page, count and export. `format` shapes the export. With `query.page.after` the page is a cursor
+ * page (docs/data-out.md): the rows after that position by the sort's terms (keysetAfter), one more than the
+ * page's size so that the next cursor is known to lead somewhere, each with its term values (keyColumns)
+ * after its values, before the total.
+ */
+export function compileQuery(query: Query, target: CompileTarget, format: ExportFormat = 'csv'): CompiledQuery {
   const params: SqlValue[] = [];
   const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
   const from = `FROM ${target.relation}\nWHERE ${where}`;
@@ -284,18 +367,26 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   const matchFrom = index ? `FROM ${index.relation}\nWHERE ${where}` : from;
   const sameList = <T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean) => a.length === b.length && a.every((x, i) => same(x, b[i]!));
   const defaultSorted = sameList(query.sort, sortKeys(query.view, query.view.defaultSort), (x, y) => x.field === y.field && x.descending === y.descending);
-  const offset = BigInt(query.page.number - 1) * BigInt(query.page.size);
+  const after = query.page.after;
+  const offset = after ? 0n : BigInt(query.page.number - 1) * BigInt(query.page.size);
+  const limit = BigInt(query.page.size + (after ? 1 : 0));
   const rowJson = target.rowJson === true;
-  const exportLines = target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
+  const exportLines = format === 'csv' && target.csvLines !== undefined && sameList(query.fields.map((f) => f.index), target.csvLines, (x, y) => x === y) && defaultSorted;
+  const terms = queryTerms(query);
   // The row JSON as a BLOB (encode() only retypes it): the worker copies its bytes to the page unread.
-  const select = rowJson ? `SELECT "_id", encode(${ident(ROW_JSON_COLUMN)})` : `SELECT "_id", ${query.fields.map(jsonValue).join(', ')}`;
+  const values = rowJson ? [`encode(${ident(ROW_JSON_COLUMN)})`] : query.fields.map(jsonValue);
+  const select = `SELECT "_id", ${[...values, ...(after ? keyColumns(terms) : [])].join(', ')}`;
+  // The keyset test, its values bound after the conditions' (it follows them in every plan's text).
+  const seekParams: SqlValue[] = [];
+  const seek = after && after.length > 0 ? keysetAfter(terms, after, seekParams) : undefined;
   // Rows stored in the default order: a page in that order is a plain scan, which returns rows in stored
   // order (the workers keep preserve_insertion_order, as exports of stored lines do), so LIMIT ends the
   // scan at the page's last row: no sort, and no reading the organization whole, at any size.
   const storedOrder = target.defaultOrderStored === true && defaultSorted;
   const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
-  const windowCount = storedOrder && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS;
+  // A window would count only the rows after a cursor: a cursor page counts apart.
+  const windowCount = !after && storedOrder && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS;
   // The page counts its matching rows itself wherever its plan reads them anyway (interface: every page
   // carries the total): one statement instead of two, and for a large organization one scan of its rows
   // instead of two (docs/performance.md). Not a larger organization's page in stored order: beside a scalar
@@ -303,20 +394,21 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
   // so that page is a plain scan and its count a statement of its own (docs/performance.md, "Counting matches").
   const pageCountsTotal = knownTotal === undefined && (small || windowCount || (!storedOrder && target.rowid !== undefined));
   const total = (rows: string) => (pageCountsTotal ? `, (SELECT count(*) FROM ${rows}) AS "_total"` : '');
-  const sortTerms = [...query.sort.flatMap(orderTerms), '"_id" ASC'];
-  const orderBy = storedOrder ? '' : `ORDER BY ${sortTerms.join(', ')}\n`;
+  const orderSql = `ORDER BY ${terms.map(termSql).join(', ')}`;
+  const orderBy = storedOrder ? '' : `${orderSql}\n`;
+  const andSeek = seek ? `\n  AND ${seek}` : '';
   let pageSql: string;
-  let pageParams: SqlValue[] = [...params, BigInt(query.page.size), offset];
+  let pageParams: SqlValue[] = [...params, ...seekParams, limit, offset];
   if (small) {
     // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
-    pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${orderBy}LIMIT ? OFFSET ?`;
+    pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${seek ? `WHERE ${seek}\n` : ''}${orderBy}LIMIT ? OFFSET ?`;
   } else if (windowCount && pageCountsTotal) {
     // An empty OVER () keeps the scan's order (DuckDB preserves insertion order through it), and LIMIT
     // applies after the window has counted every matching row.
     pageSql = `${select}, count(*) OVER () AS "_total"\n${from}\nLIMIT ? OFFSET ?`;
   } else if (storedOrder || target.rowid === undefined) {
     // The count, when one is wanted, is the `count` statement: from the index where one holds the conditions.
-    pageSql = `${select}\n${from}\n${orderBy}LIMIT ? OFFSET ?`;
+    pageSql = `${select}\n${from}${andSeek}\n${orderBy}LIMIT ? OFFSET ?`;
   } else {
     // The row-id fetch, written out: the page's row ids are the top of the matching rows by the sort
     // columns alone; only those rows' wide columns are then read, by a scan that the organization's key
@@ -330,9 +422,9 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
     const organization = target.rowidIndexed ? '' : `${organizationTest(target, outer)}\n  AND `;
     const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.fetchRelation ?? target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
     pageSql = pageCountsTotal
-      ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch('SELECT "_rowid" FROM matching')}`
-      : fetch(`SELECT ${rowid}\n${from}`);
-    pageParams = pageCountsTotal ? [...params, ...outer, BigInt(query.page.size), offset] : [...outer, ...pageParams];
+      ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch(`SELECT "_rowid" FROM matching${seek ? ` WHERE ${seek}` : ''}`)}`
+      : fetch(`SELECT ${rowid}\n${from}${andSeek}`);
+    pageParams = pageCountsTotal ? [...params, ...outer, ...seekParams, limit, offset] : [...outer, ...pageParams];
   }
   return {
     count: { sql: `SELECT count(*) AS n\n${matchFrom}`, params: [...params] },
@@ -340,11 +432,11 @@ export function compileQuery(query: Query, target: CompileTarget): CompiledQuery
     pageCountsTotal,
     ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),
     ...(knownTotal === undefined ? {} : { knownTotal }),
+    // No ORDER BY where the rows are stored in this order: DuckDB keeps the order of a plain scan
+    // (preserve_insertion_order), so the first line leaves before the last row is read.
     export: exportLines
-      // No ORDER BY: the rows are stored in this order, and DuckDB keeps the order of a plain scan
-      // (preserve_insertion_order), so the first line leaves before the last row is read.
       ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${from}`, params: [...params] }
-      : { sql: `SELECT ${query.fields.map(csvValue).join(', ')}\n${from}\nORDER BY ${sortTerms.join(', ')}`, params: [...params] },
+      : { sql: exportSelect(format, query.fields.map((f) => exportValue(f, format)), query.fields.map((f) => f.name), `${from}${storedOrder ? '' : `\n${orderSql}`}`), params: [...params] },
     exportLines,
   };
 }

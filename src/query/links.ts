@@ -15,7 +15,14 @@ export interface Links {
   first: string;
   prev: string | null;
   next: string | null;
-  last: string;
+  /** Null on a cursor page: it has no last page to point at. */
+  last: string | null;
+}
+
+/** meta.pagination of a cursor page (docs/data-out.md): no page numbers. */
+export interface CursorPagination {
+  'page-size': number;
+  'total-count': number;
 }
 
 export const totalPages = (total: number, size: number) => Math.max(1, Math.ceil(total / size));
@@ -34,12 +41,7 @@ export function pagination(number: number, size: number, total: number): Paginat
 
 /** `base` is scheme, host and path; `carried` the parameters to repeat (decoded), without paging. */
 export function pageLinks(base: string, carried: readonly [string, string][], meta: Pagination): Links {
-  const encoded = carried.map(([k, v]) => [encodeStrict(k), encodeStrict(v)] as const);
-  const url = (n: number) => {
-    const pairs = [...encoded, [encodeStrict('page[number]'), String(n)] as const, [encodeStrict('page[size]'), String(meta['page-size'])] as const];
-    pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    return `${base}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`;
-  };
+  const url = (n: number) => linkTo(base, carried, [['page[number]', String(n)], ['page[size]', String(meta['page-size'])]]);
   return {
     self: url(meta['current-page']),
     first: url(1),
@@ -47,4 +49,20 @@ export function pageLinks(base: string, carried: readonly [string, string][], me
     next: meta['next-page'] === null ? null : url(meta['next-page']),
     last: url(meta['total-pages']),
   };
+}
+
+/** A link: `base` with `carried` and `paging`, encoded, keys in order. */
+function linkTo(base: string, carried: readonly [string, string][], paging: readonly [string, string][]): string {
+  const pairs = [...carried, ...paging].map(([k, v]) => [encodeStrict(k), encodeStrict(v)] as const);
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return `${base}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`;
+}
+
+/**
+ * The links of a cursor page (docs/data-out.md): `self` as received, `first` from the start (`page[after]=`),
+ * `next` after the page's last row (null when no row follows), no `prev` or `last`.
+ */
+export function cursorLinks(base: string, carried: readonly [string, string][], size: number, received: string, next: string | null): Links {
+  const url = (after: string) => linkTo(base, carried, [['page[after]', after], ['page[size]', String(size)]]);
+  return { self: url(received), first: url(''), prev: null, next: next === null ? null : url(next), last: null };
 }

@@ -26,7 +26,17 @@ export interface Query {
   fields: Field[];
   sort: SortKey[];
   conditions: Condition[];
-  page: { number: number; size: number };
+  page: Page;
+}
+
+/**
+ * A numbered page, or with `after` a cursor page (docs/data-out.md): the rows after the position whose sort
+ * term values (as text, null for null; compile.ts keysetAfter) `after` holds; empty, from the start.
+ */
+export interface Page {
+  number: number;
+  size: number;
+  after?: readonly (string | null)[];
 }
 
 /** Where a query came from, so that a validation error can name what the client sent. */

@@ -6,7 +6,7 @@ import { queryTimeout, snapshotUnavailable } from '../../errors.js';
 import { streamExport } from '../../pool/csv-export.js';
 import type { QueryPool } from '../../pool/query-pool.js';
 import { clientClosed, overloaded, runPage } from '../../pool/run-page.js';
-import { compileQuery } from '../../query/compile.js';
+import { compileQuery, queryTerms } from '../../query/compile.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -17,6 +17,7 @@ import { readAsOf, travel } from '../time-travel.js';
 import type { ResponseCache } from '../response-cache.js';
 import { JSONAPI } from '../jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from '../etag.js';
+import { queryScope, snapshotWalk } from '../cursor-walk.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -48,13 +49,21 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
   deps.cache.set(etag, answer);
 }
 
-/** Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. */
-export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
+/**
+ * Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. `route`
+ * names the route for the cursors of a walk (page[after]), which reads the walk's snapshot.
+ */
+export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][], route: string): Promise<void> {
+  const params = decodeQueryString(ctx.querystring);
+  const terms = queryTerms(query);
+  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', route, ...queryScope(query)], terms);
+  if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried]);
+  const cursor = walk ? { scope: walk.scope, snapshots: walk.snapshots, received: walk.received, keyCount: terms.length } : undefined;
+  const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried, cursor ?? null]);
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
     const started = performance.now();
@@ -69,7 +78,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
       offset: (query.page.number - 1) * query.page.size,
       rowType: query.view.rowType,
       attributes: query.fields.map((f) => f.attribute),
-      document: { number: query.page.number, size: query.page.size, base, carried },
+      document: { number: query.page.number, size: query.page.size, base, carried, ...(cursor ? { cursor } : {}) },
       deadline: Date.now() + deps.config.queryTimeoutMs,
       timeoutMs: deps.config.queryTimeoutMs,
     }, ctx.res);
@@ -163,7 +172,7 @@ export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps)
   router.get('/explorer', async (ctx) => {
     const params = decodeQueryString(ctx.querystring);
     const { query, carried } = parseQueryParameters(deps.config.engine, params);
-    await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)]);
+    await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)], 'explorer');
   });
   router.get('/explorer/export/csv', async (ctx) => {
     const params = withoutPaging(decodeQueryString(ctx.querystring));

@@ -1,0 +1,88 @@
+// page[after] (docs/data-out.md): a walk of cursor pages over one query, pinned to the snapshots it began on.
+import type { ParameterizedContext } from 'koa';
+import { badParameter } from '../errors.js';
+import type { SortTerm } from '../query/compile.js';
+import { CursorError, cursorScope, decodeCursor, readableAs } from '../query/cursor.js';
+import type { Condition, Query } from '../query/query.js';
+import type { Snapshot, SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
+import type { RequestState } from './state.js';
+import { hold, organizationHistory, readSnapshot } from './time-travel.js';
+
+type Ctx = ParameterizedContext<RequestState>;
+
+/** A cursor page's request: where it starts and what the next cursor is made of. */
+export interface Walk {
+  /** page[after] as received: `self` repeats it. */
+  received: string;
+  scope: string;
+  /** The sort term values of the row the page follows; empty from the start. */
+  after: (string | null)[];
+  /** The snapshots the walk reads, as the next cursor names them. */
+  snapshots: string[];
+}
+
+/** page[after] as received, or undefined for a numbered page; with page[number] too, a 400 naming `page`. */
+export function pageAfter(params: ReadonlyMap<string, string>): string | undefined {
+  const after = params.get('page[after]');
+  if (after !== undefined && params.has('page[number]')) {
+    throw badParameter('page', 'Give page[number] or page[after], not both: page[after] walks the rows by cursor, page[number] by page number.');
+  }
+  return after;
+}
+
+const conditionsKey = (conditions: readonly Condition[]) => conditions.map((c) => [c.field.name, c.operator, c.values]);
+
+/** The parts of a query that a walk is bound to: its view, filters and sort (not its fields or page size). */
+export const queryScope = (query: Query): unknown[] =>
+  [query.view.name, conditionsKey(query.conditions), query.sort.map((k) => [k.field.name, k.descending])];
+
+const refused = (detail: string) => badParameter('page[after]', detail);
+
+/**
+ * Reads page[after] against the walk it must belong to: `scope` (organization, route and query), `terms`
+ * (the sort's, in order). From the start, the walk reads the request's snapshots; after a cursor, the ones it
+ * names, which must still be retained. Returns them, held for the request, or null from the start.
+ */
+export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[])
+  : Promise<{ scope: string; after: (string | null)[]; snapshots: Snapshot[] | null }> {
+  const scope = cursorScope([ctx.state.organization!, ...scopeParts]);
+  if (received === '') return { scope, after: [], snapshots: null };
+  let cursor;
+  try {
+    cursor = decodeCursor(received);
+  } catch (e) {
+    if (e instanceof CursorError) throw refused(`page[after] is not a cursor of this walk: ${e.message}. Start again with page[after]= (empty).`);
+    throw e;
+  }
+  if (cursor.scope !== scope || cursor.after.length !== terms.length) {
+    throw refused('page[after] belongs to another walk: the organization, route, type, filters or sort differ from the request that gave it. Start again with page[after]= (empty).');
+  }
+  cursor.after.forEach((value, i) => {
+    if (value !== null && !readableAs(terms[i]!.type, value)) throw refused('page[after] is not a cursor this service gave: a value in it cannot be read.');
+  });
+  const retained = await organizationHistory(ctx, registry);
+  const snapshots = cursor.snapshots.map((id) => {
+    const found = retained.find((s) => s.id === id);
+    if (!found) throw refused(`The snapshot ${id} that this walk reads is no longer retained. Start again with page[after]= (empty).`);
+    return hold(ctx, registry, found.snapshot);
+  });
+  return { scope, after: cursor.after, snapshots };
+}
+
+/**
+ * A cursor page of one snapshot (queries, saved-view results, summaries): the request reads the walk's
+ * snapshot. `snapshot` or `as_of` may name it again (links carry them); naming another is a 400.
+ */
+export async function snapshotWalk(ctx: Ctx, registry: SnapshotRegistry, params: ReadonlyMap<string, string>, scopeParts: unknown[], terms: readonly SortTerm[]): Promise<Walk | undefined> {
+  const received = pageAfter(params);
+  if (received === undefined) return undefined;
+  const { scope, after, snapshots } = await resumeWalk(ctx, registry, received, scopeParts, terms);
+  const pinned = snapshots?.[0];
+  if (pinned && pinned.id !== ctx.state.lease!.snapshot.id) {
+    if (params.has('snapshot') || params.has('as_of')) {
+      throw refused(`page[after] reads snapshot ${pinned.id}, and the request names ${ctx.state.lease!.snapshot.id}: a walk keeps the snapshot it began on.`);
+    }
+    readSnapshot(ctx, registry, pinned);
+  }
+  return { received, scope, after, snapshots: [ctx.state.lease!.snapshot.id] };
+}
