@@ -7,7 +7,7 @@ import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
 import { encodeCursor } from '../src/query/cursor.js';
-import { cursorLinks, pageLinks, pagination } from '../src/query/links.js';
+import { pageNavigation } from '../src/query/links.js';
 import { pageJson, pageRows } from './page-json.js';
 import { Engine, type Attached } from './engine.js';
 import type { Slot } from './slots.js';
@@ -162,20 +162,15 @@ async function page(task: PageTask): Promise<PageResult> {
     // The whole document is written here, not in the main thread: structured-cloning row objects cost as
     // much as the query, and a second buffer there for the envelope made its collector run every few pages.
     const { number, size, base, carried, cursor } = task.document;
-    let tail: string;
-    if (cursor) {
+    let next: string | null = null;
+    if (cursor && all.length > size) {
       // The row past the page's size only says that another follows: the next cursor names the page's last row.
-      const more = all.length > size;
-      if (more) all = all.slice(0, size);
+      all = all.slice(0, size);
       const keysAt = 1 + (task.valueIndexes ? 1 : task.attributes.length);
-      const next = more ? encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after: all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[] }) : null;
-      const links = cursorLinks(base, carried, size, cursor.received, next);
-      tail = `,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination: { 'page-size': size, 'total-count': total } })}}`;
-    } else {
-      const meta = pagination(number, size, total);
-      tail = `,"links":${JSON.stringify(pageLinks(base, carried, meta))},"meta":${JSON.stringify({ pagination: meta })}}`;
+      next = encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after: all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[] });
     }
-    const body = pageJson(all, task, '{"data":', tail);
+    const { links, pagination } = pageNavigation(base, carried, { number, size }, total, cursor && { received: cursor.received, next });
+    const body = pageJson(all, task, '{"data":', `,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination })}}`);
     const result = { ok: true as const, total, rows: all.length, body, memory: await memoryReport(slot.connection) };
     // The body's ArrayBuffer (its own: Pieces.finish) moves to the main thread instead of being copied.
     return Piscina.move({ [Piscina.transferableSymbol]: body.buffer, [Piscina.valueSymbol]: result }) as unknown as PageResult;

@@ -38,14 +38,21 @@ export const queryScope = (query: Query): unknown[] =>
 
 const refused = (detail: string) => badParameter('page[after]', detail);
 
+/** The route a walk is bound to: a saved view's (by its id), or the query string's. */
+const routeOf = (ctx: Ctx) => {
+  const viewId = (ctx as Ctx & { params?: Record<string, string> }).params?.view_id;
+  return viewId === undefined ? 'explorer' : `views/${viewId}`;
+};
+
 /**
- * Reads page[after] against the walk it must belong to: `scope` (organization, route and query), `terms`
+ * Reads page[after] against the walk it must belong to: the organization, the route and `scopeParts` (what
+ * the query is), `terms`
  * (the sort's, in order). From the start, the walk reads the request's snapshots; after a cursor, the ones it
  * names, which must still be retained. Returns them, held for the request, or null from the start.
  */
 export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[])
   : Promise<{ scope: string; after: (string | null)[]; snapshots: Snapshot[] | null }> {
-  const scope = cursorScope([ctx.state.organization!, ...scopeParts]);
+  const scope = cursorScope([ctx.state.organization!, routeOf(ctx), ...scopeParts]);
   if (received === '') return { scope, after: [], snapshots: null };
   let cursor;
   try {

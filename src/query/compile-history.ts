@@ -3,7 +3,7 @@
 // exactly what a query of that snapshot answers.
 import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field, View } from '../catalog/types.js';
-import { condition, csvText, ident, orderTerms, organizationTest, rowJsonSql, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, csvText, ident, keyColumns, keysetAfter, orderTerms, organizationTest, queryTerms, rowJsonSql, termSql, type CompileTarget, type SqlValue } from './compile.js';
 import type { Query } from './query.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -12,7 +12,9 @@ export interface CompiledChanges {
   /**
    * The page, with the counts of the whole filtered change set riding on it: every row starts with how many
    * rows were added, removed and changed, then the change's id, kind, changed field names joined with ', ',
-   * and the row's JSON values before and after. A page past the end is one row of counts with nulls.
+   * and the row's JSON values before and after; on a cursor page (`query.page.after`), each sort term's
+   * value (compile.ts keyColumns) after those, and one row more than the page's size when another follows.
+   * A page past the end is one row of counts with nulls.
    */
   page: Statement;
   /** Every listed change as CSV columns: change, changed_fields, then each selected field and its previous value. */
@@ -85,8 +87,10 @@ d AS${materialized ? ' MATERIALIZED' : ''} (
 }
 
 export function compileChanges(query: Query, from: CompileTarget, to: CompileTarget): CompiledChanges {
-  const orderBy = `ORDER BY ${[...query.sort.flatMap(orderTerms), '"_id" ASC'].join(', ')}`;
+  const terms = queryTerms(query);
+  const orderBy = `ORDER BY ${terms.map(termSql).join(', ')}`;
   const changed = changedFieldsSql(query.view, '"_before"', '"_after"');
+  const after = query.page.after;
 
   const pageParams: SqlValue[] = [];
   // The change set is joined once (MATERIALIZED) for both its counts and its page. The changed fields are
@@ -97,11 +101,11 @@ counts AS (
     count(*) FILTER (WHERE "_change" = 'changed') AS "_changed_rows"
   FROM d
 ),
-p AS (SELECT * FROM d ${orderBy} LIMIT ? OFFSET ?)
-SELECT "_added", "_removed", "_changed_rows", "_id", "_change", ${changed} AS "_changed", "_before", "_after"
+p AS (SELECT * FROM d${after && after.length > 0 ? ` WHERE ${keysetAfter(terms, after, pageParams)}` : ''} ${orderBy} LIMIT ? OFFSET ?)
+SELECT "_added", "_removed", "_changed_rows", "_id", "_change", ${changed} AS "_changed", "_before", "_after"${after ? `, ${keyColumns(terms).join(', ')}` : ''}
 FROM counts LEFT JOIN p ON true
 ${orderBy}`;
-  pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
+  pageParams.push(BigInt(query.page.size + (after ? 1 : 0)), after ? 0n : BigInt(query.page.number - 1) * BigInt(query.page.size));
 
   const exportParams: SqlValue[] = [];
   const columns = [

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { membersColumn, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field } from '../catalog/types.js';
-import { condition, csvText, foldSql, ident, jsonValueSql, organizationTest, orderTermsOver, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, csvText, foldSql, ident, jsonValueSql, keyColumns, keysetAfter, organizationTest, sortTermsOver, termSql, type CompileTarget, type SortTerm, type SqlValue } from './compile.js';
 import type { GroupKey, Period, Summary, SummarySortKey } from './summary.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -14,8 +14,8 @@ export interface CompiledSummary {
   /**
    * The page of groups, with the summary's totals riding on it: every row starts with the number of groups
    * and of matching rows, then each group value as CSV text (for its id: summaryGroupId), each in its JSON
-   * form, its count and each sum as JSON number text. A page past the end has no rows: `totals` then gives
-   * the two numbers.
+   * form, its count and each sum as JSON number text (on a cursor page, then each sort term's value). A page
+   * past the end has no rows: `totals` then gives the two numbers.
    */
   page: Statement;
   /** One row: the number of groups and of matching rows. */
@@ -57,18 +57,21 @@ function groupedRows(summary: Summary, target: CompileTarget, params: SqlValue[]
     : `SELECT * EXCLUDE (${ident(`_l${i}`)}), unnest(coalesce(${ident(`_l${i}`)}, [NULL::VARCHAR])) AS ${group(i)}\nFROM (${inner})`), rows);
 }
 
-/** The ORDER BY of the groups: the requested keys, then every group field ascending, nulls last. */
-function orderBy(summary: Summary): string {
+/**
+ * The order of the groups: the requested keys, then every group field ascending, nulls last. The group
+ * fields' terms tell every two groups apart, so the order is total, as a cursor page needs.
+ */
+export function summaryTerms(summary: Summary): SortTerm[] {
   const groupTerms = (g: GroupKey, i: number, descending: boolean) =>
-    orderTermsOver(g.field, descending, { value: group(i), folded: g.field.type === 'string' ? foldSql(group(i)) : group(i), versionKey: versionKey(i) });
-  const terms = (key: SummarySortKey): string[] => {
-    const dir = key.descending ? 'DESC' : 'ASC';
-    if (key.by === 'count') return [`"_count" ${dir}`];
-    if (key.by === 'sum') return [`${summed(key.index)} ${dir} NULLS LAST`];
+    sortTermsOver(g.field, descending, { value: group(i), folded: g.field.type === 'string' ? foldSql(group(i)) : group(i), versionKey: versionKey(i) });
+  const terms = (key: SummarySortKey): SortTerm[] => {
+    if (key.by === 'count') return [{ expr: '"_count"', descending: key.descending, type: 'BIGINT' }];
+    if (key.by === 'sum') return [{ expr: summed(key.index), descending: key.descending, type: 'HUGEINT' }];
     return groupTerms(summary.groups[key.index]!, key.index, key.descending);
   };
   const all = [...summary.sort.flatMap(terms), ...summary.groups.flatMap((g, i) => groupTerms(g, i, false))];
-  return `ORDER BY ${[...new Set(all)].join(', ')}`;
+  // A term already ordered by does not order again (a group sorted ascending, then every group).
+  return all.filter((t, i) => all.findIndex((u) => u.expr === t.expr) === i);
 }
 
 /** A group value as the CSV export writes it, unquoted (null as ''): also what a group's id hashes (summaryGroupId). */
@@ -76,7 +79,9 @@ const csvValue = (g: GroupKey, i: number) => csvText(g.field, group(i));
 
 export function compileSummary(summary: Summary, target: CompileTarget): CompiledSummary {
   const { query, groups, sums } = summary;
-  const order = orderBy(summary);
+  const terms = summaryTerms(summary);
+  const order = `ORDER BY ${terms.map(termSql).join(', ')}`;
+  const after = query.page.after;
   const keys = groups.flatMap((g, i) => [group(i), ...(g.field.version ? [versionKey(i)] : [])]);
   const aggregates = ['count(*) AS "_count"', ...sums.map((_, j) => `sum(${total(j)}) AS ${summed(j)}`)];
   const grouped = (params: SqlValue[]) => `WITH r AS (${groupedRows(summary, target, params)}),
@@ -92,21 +97,27 @@ s AS (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY ${keys.join(
   // The totals ride on the page's rows as windows over every group, counted before LIMIT, and the page is the
   // statement's own top level: one statement, no join of totals and page and no query around the page
   // (docs/performance.md, "Summaries: totals on the page's rows"). Each group's CSV values come back for its id.
+  // A cursor page (`after`) counts in a subquery, so that its WHERE leaves the windows every group; it
+  // returns each term's value after the row's, and one row more than its size when another follows.
   const pageParams: SqlValue[] = [];
   const withGroups = grouped(pageParams);
-  const rows = matched(pageParams, 'sum("_count") OVER ()');
-  pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
-  const page = `${withGroups}
-SELECT count(*) OVER () AS "_groups", ${rows} AS "_rows",
-  ${[
+  const windows = (rows: string) => `count(*) OVER () AS "_groups", ${rows} AS "_rows"`;
+  const values = [
     ...groups.map((g, i) => `${csvValue(g, i)} AS ${ident(`_c${i}`)}`),
     ...groups.map((g, i) => `${jsonValueSql(g.field, group(i))} AS ${ident(`_v${i}`)}`),
     '"_count"',
     ...sums.map((_, j) => `CAST(${summed(j)} AS VARCHAR)`),
-  ].join(', ')}
-FROM s
-${order}
-LIMIT ? OFFSET ?`;
+  ];
+  let page: string;
+  if (after) {
+    const counted = `(SELECT *, ${windows(matched(pageParams, 'sum("_count") OVER ()'))} FROM s) AS s`;
+    const seek = after.length > 0 ? `\nWHERE ${keysetAfter(terms, after, pageParams)}` : '';
+    page = `${withGroups}\nSELECT "_groups", "_rows",\n  ${[...values, ...keyColumns(terms)].join(', ')}\nFROM ${counted}${seek}\n${order}\nLIMIT ? OFFSET ?`;
+    pageParams.push(BigInt(query.page.size + 1), 0n);
+  } else {
+    page = `${withGroups}\nSELECT ${windows(matched(pageParams, 'sum("_count") OVER ()'))},\n  ${values.join(', ')}\nFROM s\n${order}\nLIMIT ? OFFSET ?`;
+    pageParams.push(BigInt(query.page.size), BigInt(query.page.number - 1) * BigInt(query.page.size));
+  }
 
   const totalsParams: SqlValue[] = [];
   const withTotals = grouped(totalsParams);

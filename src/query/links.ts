@@ -66,3 +66,14 @@ export function cursorLinks(base: string, carried: readonly [string, string][], 
   const url = (after: string) => linkTo(base, carried, [['page[after]', after], ['page[size]', String(size)]]);
   return { self: url(received), first: url(''), prev: null, next: next === null ? null : url(next), last: null };
 }
+
+/**
+ * The links and meta.pagination of a page of `total` rows: a numbered page's, or with `cursor` a cursor
+ * page's (`received` its page[after], `next` the cursor of its last row when another row follows).
+ */
+export function pageNavigation(base: string, carried: readonly [string, string][], page: { number: number; size: number }, total: number,
+  cursor?: { received: string; next: string | null }): { links: Links; pagination: Pagination | CursorPagination } {
+  if (cursor) return { links: cursorLinks(base, carried, page.size, cursor.received, cursor.next), pagination: { 'page-size': page.size, 'total-count': total } };
+  const meta = pagination(page.number, page.size, total);
+  return { links: pageLinks(base, carried, meta), pagination: meta };
+}

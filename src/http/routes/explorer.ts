@@ -50,13 +50,13 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
 }
 
 /**
- * Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. `route`
- * names the route for the cursors of a walk (page[after]), which reads the walk's snapshot.
+ * Runs `query` and answers with one page of JSON; `carried` are the parameters the links repeat. A cursor
+ * page (page[after]) reads the snapshot of its walk.
  */
-export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][], route: string): Promise<void> {
+export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const params = decodeQueryString(ctx.querystring);
   const terms = queryTerms(query);
-  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', route, ...queryScope(query)], terms);
+  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', ...queryScope(query)], terms);
   if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;
@@ -172,7 +172,7 @@ export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps)
   router.get('/explorer', async (ctx) => {
     const params = decodeQueryString(ctx.querystring);
     const { query, carried } = parseQueryParameters(deps.config.engine, params);
-    await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)], 'explorer');
+    await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)]);
   });
   router.get('/explorer/export/csv', async (ctx) => {
     const params = withoutPaging(decodeQueryString(ctx.querystring));

@@ -5,7 +5,11 @@ import type { ParameterizedContext } from 'koa';
 import { VIEW_NAMES } from '../../catalog/catalog.js';
 import { runRows } from '../../pool/run-page.js';
 import { changesCsvHeader, compileChanges, compileTrend } from '../../query/compile-history.js';
-import { pageLinks, pagination } from '../../query/links.js';
+import { pageLinks, pageNavigation, pagination } from '../../query/links.js';
+import { encodeCursor } from '../../query/cursor.js';
+import { queryTerms } from '../../query/compile.js';
+import { badParameter } from '../../errors.js';
+import { pageAfter, queryScope, resumeWalk, type Walk } from '../cursor-walk.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -29,7 +33,7 @@ export interface HistoryQuery {
 }
 
 /** The parameters that pick the snapshots of a change set, as received: links carry them. */
-const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
+export const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
 
 /** The query of `/explorer/...` history routes: the same parameters as a query's. */
 function queryOf(deps: ExplorerDeps, params: Map<string, string>): HistoryQuery {
@@ -44,15 +48,33 @@ async function changePair(ctx: Ctx, deps: ExplorerDeps, params: ReadonlyMap<stri
   return { from: hold(ctx, deps.snapshots, from.snapshot), to: readAsOf(ctx, hold(ctx, deps.snapshots, to.snapshot)) };
 }
 
+/**
+ * The walk of a cursor page of changes (docs/data-out.md), and the pair it reads: the cursor's, which
+ * `from` / `to` (links carry them) may name again but not otherwise.
+ */
+async function changesWalk(ctx: Ctx, deps: ExplorerDeps, query: Query, params: ReadonlyMap<string, string>) {
+  const received = pageAfter(params);
+  if (received === undefined) return { pair: await changePair(ctx, deps, params), walk: undefined };
+  const resumed = await resumeWalk(ctx, deps.snapshots, received, ['changes', ...queryScope(query)], queryTerms(query));
+  const named = CHANGE_PARAMETERS.some((p) => params.has(p));
+  const pinned = resumed.snapshots;
+  const pair = pinned && !named ? { from: pinned[0]!, to: readAsOf(ctx, pinned[1] ?? pinned[0]!) } : await changePair(ctx, deps, params);
+  if (pinned && (pair.from.id !== pinned[0]!.id || pair.to.id !== pinned[1]?.id)) {
+    throw badParameter('page[after]', `page[after] reads the changes from ${pinned[0]!.id} to ${pinned[1]?.id}, and the request names another pair: a walk keeps the snapshots it began on.`);
+  }
+  return { pair, walk: { received, scope: resumed.scope, after: resumed.after, snapshots: [pair.from.id, pair.to.id] } satisfies Walk };
+}
+
 /** docs/history.md §4: one page of the change set, as JSON. */
 async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
   const organization = ctx.state.organization!;
-  const { from, to } = await changePair(ctx, deps, params);
+  const { pair: { from, to }, walk } = await changesWalk(ctx, deps, query, params);
+  if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
   ctx.set('X-Explorer-Snapshot', to.id);
   const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
   const links = [...carried, ...CHANGE_PARAMETERS.filter((p) => params.has(p)).map((p): [string, string] => [p, params.get(p)!])];
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const etag = entityTag(['changes', from.id, to.id, organization, compiled.page, query.fields.map((f) => f.attribute), base, links]);
+  const etag = entityTag(['changes', from.id, to.id, organization, compiled.page, query.fields.map((f) => f.attribute), base, links, walk?.received ?? null]);
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'changes' };
     const started = performance.now();
@@ -65,14 +87,19 @@ async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: H
     }, ctx.res);
     metered.seconds = (performance.now() - started) / 1000;
     const [added, removed, changed] = (rows![0]!.slice(0, 3) as bigint[]).map(Number) as [number, number, number];
-    const pageRows = rows!.filter((r) => r[3] !== null).map((r) => r.slice(3));
+    let pageRows = rows!.filter((r) => r[3] !== null).map((r) => r.slice(3));
+    // A cursor page reads one row more than it shows: whether another follows. Its sort term values come after the row's.
+    const more = walk !== undefined && pageRows.length > query.page.size;
+    if (more) pageRows = pageRows.slice(0, query.page.size);
     const attributes = query.fields.map((f) => f.attribute);
     const side = (json: unknown) => (json === null ? 'null' : rowAttributes(json as string, attributes, compiled.valueIndexes));
     const items = pageRows!.map(([id, change, names, before, after]) =>
       `{"id":${JSON.stringify(id)},"type":"explorer-changes","attributes":{"change":${JSON.stringify(change)},`
       + `"changed-fields":${JSON.stringify(names === '' ? [] : (names as string).split(', '))},"before":${side(before)},"after":${side(after)}}}`);
-    const meta = pagination(query.page.number, query.page.size, added + removed + changed);
-    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinks(base, links, meta))},`
+    const total = added + removed + changed;
+    const next = more ? encodeCursor({ scope: walk.scope, snapshots: walk.snapshots, after: pageRows.at(-1)!.slice(5) as (string | null)[] }) : null;
+    const { links: pageLinksOf, pagination: meta } = pageNavigation(base, links, query.page, total, walk && { received: walk.received, next });
+    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinksOf)},`
       + `"meta":${JSON.stringify({ pagination: meta, from: from.id, to: to.id, counts: { added, removed, changed } })}}`);
     metered.bytes = body.length;
     return { body, rows: items.length };

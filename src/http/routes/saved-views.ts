@@ -115,7 +115,7 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     const c = ctx as Ctx;
     const view = await viewOf(c);
     const query = savedQuery(c, view, true);
-    await answerPage(c, deps, query, await travel(c, deps.snapshots, decodeQueryString(c.querystring)), `views/${view.id}`);
+    await answerPage(c, deps, query, await travel(c, deps.snapshots, decodeQueryString(c.querystring)));
   });
 
   for (const path of ['/explorer/views/:view_id/csv', '/explorer/views/:view_id/export/csv']) {

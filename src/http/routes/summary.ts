@@ -5,9 +5,11 @@ import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
-import { compileSummary, summaryCsvHeader, summaryGroupId } from '../../query/compile-summary.js';
+import { compileSummary, summaryCsvHeader, summaryGroupId, summaryTerms } from '../../query/compile-summary.js';
+import { encodeCursor } from '../../query/cursor.js';
+import { queryScope, snapshotWalk } from '../cursor-walk.js';
 import type { CompileTarget } from '../../query/compile.js';
-import { pageLinks, pagination } from '../../query/links.js';
+import { pageNavigation } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -37,11 +39,15 @@ const jsonOf = (value: unknown) => (typeof value === 'bigint' ? value.toString()
 /** One page of groups as JSON; `carried` are the parameters its links repeat. */
 async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, carried: [string, string][]): Promise<void> {
   const organization = ctx.state.organization!;
+  const terms = summaryTerms(summary);
+  const scope = ['summary', ...queryScope(summary.query), summary.groups.map((g) => g.spelling), summary.sums.map((f) => f.name), summary.sort];
+  const walk = await snapshotWalk(ctx, deps.snapshots, decodeQueryString(ctx.querystring), scope, terms);
+  if (walk) summary = { ...summary, query: { ...summary.query, page: { ...summary.query.page, after: walk.after } } };
   const { snapshot, target } = summaryTarget(ctx, summary);
   const { query, groups, sums } = summary;
   const compiled = compileSummary(summary, target);
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const etag = entityTag(['summary', snapshot.id, organization, compiled.page, base, carried]);
+  const etag = entityTag(['summary', snapshot.id, organization, compiled.page, base, carried, walk?.received ?? null]);
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'summary' };
     const started = performance.now();
@@ -52,10 +58,14 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
       deadline: Date.now() + deps.config.queryTimeoutMs,
       timeoutMs: deps.config.queryTimeoutMs,
     }, ctx.res))[0]!;
-    const rows = await run(compiled.page);
+    let rows = await run(compiled.page);
     // The totals ride on the page's rows; a page past the end (the first page has rows unless nothing
     // matched) asks for them apart.
-    const totals = rows.length > 0 ? rows[0]! : query.page.number > 1 ? (await run(compiled.totals))[0]! : [0, 0];
+    const first = walk ? walk.after.length === 0 : query.page.number === 1;
+    const totals = rows.length > 0 ? rows[0]! : !first ? (await run(compiled.totals))[0]! : [0, 0];
+    // A cursor page reads one row more than it shows: whether another follows.
+    const more = walk !== undefined && rows.length > query.page.size;
+    if (more) rows = rows.slice(0, query.page.size);
     metered.seconds = (performance.now() - started) / 1000;
     const [groupCount, matched] = totals.slice(0, 2).map(Number) as [number, number];
     const items = rows.map((r) => {
@@ -64,13 +74,16 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
       const attributes = groups.map((g, i) => `${JSON.stringify(g.field.attribute)}:${jsonOf(values[i])}`);
       attributes.push(`"count":${jsonOf(values[groups.length])}`);
       if (sums.length > 0) {
-        const summed = values.slice(groups.length + 1);
+        const summed = values.slice(groups.length + 1, groups.length + 1 + sums.length);
         attributes.push(`"sums":{${sums.map((f, j) => `${JSON.stringify(f.name)}:${summed[j] === null ? 'null' : String(summed[j])}`).join(',')}}`);
       }
       return `{"id":${JSON.stringify(id)},"type":"explorer-summary-groups","attributes":{${attributes.join(',')}}}`;
     });
-    const meta = pagination(query.page.number, query.page.size, groupCount);
-    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinks(base, carried, meta))},`
+    // Each row's sort term values follow its groups' CSV and JSON values, its count and its sums.
+    const keysAt = 2 + 2 * groups.length + 1 + sums.length;
+    const next = more ? encodeCursor({ scope: walk.scope, snapshots: walk.snapshots, after: rows.at(-1)!.slice(keysAt) as (string | null)[] }) : null;
+    const { links, pagination: meta } = pageNavigation(base, carried, query.page, groupCount, walk && { received: walk.received, next });
+    const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(links)},`
       + `"meta":${JSON.stringify({ pagination: meta, rows: matched, groups: groupCount })}}`);
     metered.bytes = body.length;
     return { body, rows: items.length };
