@@ -177,13 +177,15 @@ async function page(task: PageTask): Promise<PageResult> {
   });
 }
 
-async function exportCsv(task: ExportTask): Promise<ExportResult> {
+async function exportFile(task: ExportTask): Promise<ExportResult> {
   return run(task, task.lines ? lineExports : pages, async ({ connection }) => {
     const target = `'${task.fifo.replace(/'/g, "''")}'`;
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
-    // Stored lines are quoted already: QUOTE '' and ESCAPE '' write each as it is, with its line feed.
-    const format = task.lines ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *';
-    const copy = `COPY (${task.query.sql}) TO ${target} (FORMAT csv, HEADER false, ${format}, USE_TMP_FILE false)`;
+    // Stored lines are quoted already, and an NDJSON line is JSON: QUOTE '' and ESCAPE '' write each as it is,
+    // with its line feed. Parquet is written by DuckDB's own writer, row groups in order, its footer last.
+    const options = task.format === 'parquet' ? 'FORMAT parquet, COMPRESSION zstd'
+      : `FORMAT csv, HEADER false, ${task.lines || task.format === 'ndjson' ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *'}`;
+    const copy = `COPY (${task.query.sql}) TO ${target} (${options}, USE_TMP_FILE false)`;
     const result = await connection.run(copy, task.query.params as DuckDBValue[]);
     // The report stands for the worker's pages' instance (metrics); the small export instance is bounded.
     return { ok: true as const, rows: Number(result.rowsChanged), memory: task.lines ? undefined : await memoryReport(connection) };
@@ -204,7 +206,7 @@ async function rows(task: RowsTask): Promise<RowsResult> {
 export default async function handle(task: Task): Promise<PageResult | ExportResult | RowsResult> {
   switch (task.kind) {
     case 'page': return page(task);
-    case 'export': return exportCsv(task);
+    case 'export': return exportFile(task);
     case 'rows': return rows(task);
   }
 }

@@ -69,6 +69,8 @@ export interface PageDocument {
 export interface ExportTask extends TaskBase {
   kind: 'export';
   query: Statement;
+  /** NDJSON: the query's one column is a row's line, written as it is (src/query/compile.ts exportSelect). */
+  format: 'csv' | 'parquet' | 'ndjson';
   /** The query's one column is a stored CSV line, quoted already: written as it is. */
   lines: boolean;
   /** A FIFO whose read end the main thread has already opened. */

@@ -2,7 +2,7 @@
 // src/http/routes/*.ts; test/http/openapi.test.ts walks the app's routers and fails when one is missing here.
 import type { Catalog } from '../catalog/catalog.js';
 import {
-  CHANGE_PAIR_PARAMETERS, PAGE_PARAMETERS, paramRef, queryParameterNames, SUMMARY_PARAMETERS, TIME_TRAVEL_PARAMETERS, TREND_PARAMETERS,
+  CHANGE_PAIR_PARAMETERS, CURSOR_PAGE_PARAMETERS, PAGE_PARAMETERS, paramRef, queryParameterNames, SUMMARY_PARAMETERS, TIME_TRAVEL_PARAMETERS, TREND_PARAMETERS,
 } from './parameters.js';
 import { errorResponseRef, headerRef, JSONAPI, organizationHeaders, type ErrorStatus, type ResponseOptions } from './responses.js';
 import { ref, type Json } from './schemas.js';
@@ -56,6 +56,41 @@ function csvResponse(catalog: Catalog, what: string): Json {
   };
 }
 
+/** An export beside a CSV one (docs/data-out.md): the same rows and order, typed. */
+function typedResponse(format: 'parquet' | 'ndjson'): Json {
+  const end = ' If the export fails after its first byte, the transfer is broken off.';
+  return format === 'parquet'
+    ? {
+      description: 'The CSV export\'s rows, in its order, as one Parquet file (zstd): columns named and ordered as the CSV header, '
+        + 'typed — strings and versions VARCHAR, numbers, `count` and sums BIGINT, booleans BOOLEAN, datetimes TIMESTAMP WITH TIME ZONE to '
+        + 'the millisecond, a list field its joined string, `changed_fields` VARCHAR[]; nulls are nulls. The file is named as the CSV\'s, '
+        + `with \`.parquet\`.${end} A file is never served without its footer.`,
+      headers: { 'Content-Disposition': headerRef('Content-Disposition'), 'Cache-Control': headerRef('Cache-Control') },
+      content: { 'application/vnd.apache.parquet': { schema: { type: 'string', contentMediaType: 'application/vnd.apache.parquet' } } },
+    }
+    : {
+      description: 'The CSV export\'s rows, in its order, as NDJSON: one JSON object a row, keys named and ordered as the CSV header, each '
+        + 'value the JSON answer\'s (numbers exact, datetimes `YYYY-MM-DDTHH:MM:SS.mmm+00:00`, `changed_fields` an array, null for null), '
+        + `every line ending with \`\\n\` (no rows: an empty body). Streamed; the file is named as the CSV's, with \`.ndjson\`.${end}`,
+      headers: { 'Content-Disposition': headerRef('Content-Disposition'), 'Cache-Control': headerRef('Cache-Control') },
+      content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+    };
+}
+
+/** Beside every `/export/csv` operation, its `/export/parquet` and `/export/ndjson` (docs/data-out.md). */
+function withTypedExports(specs: OperationSpec[]): OperationSpec[] {
+  return specs.flatMap((spec) => (!spec.path.endsWith('/export/csv') ? [spec] : [spec, ...(['parquet', 'ndjson'] as const).map((format): OperationSpec => {
+    const name = format === 'parquet' ? 'Parquet' : 'NDJSON';
+    return {
+      ...spec,
+      path: spec.path.replace(/csv$/, format),
+      operationId: spec.operationId.replace(/Csv$/, format === 'parquet' ? 'Parquet' : 'Ndjson'),
+      summary: spec.summary.replace(/as CSV.*$/, `as ${name}`),
+      responses: { 200: typedResponse(format) },
+    };
+  })]));
+}
+
 /** How GET /metrics is configured (METRICS_TOKEN, METRICS_PUBLIC): whether a token is set, never the token. */
 export interface MetricsSetting {
   token: boolean;
@@ -99,7 +134,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     errors: [400, 422, 504],
   });
 
-  return [
+  return withTypedExports([
     {
       method: 'get', path: '/api/v2/ping', operationId: 'ping', tag: 'Service', public: true,
       summary: 'Check that the API answers',
@@ -165,7 +200,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     {
       method: 'get', path: `${ORG}/explorer/export/csv`, operationId: 'exportCsv', tag: 'Explorer', organization: true, conditional: true, readsSnapshot: true,
       summary: 'Export every matching row as CSV (endpoint 2)',
-      description: 'Takes the parameters of the query route except paging: `page[number]` and `page[size]` are ignored, whatever their value (interface §5).',
+      description: 'Takes the parameters of the query route except paging: `page[number]`, `page[size]` and `page[after]` are ignored, whatever their value (interface §5).',
       parameters: [...queryParameterNames(catalog, false), ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: csvResponse(catalog, 'Every matching row') },
       errors: [400, 504],
@@ -211,8 +246,8 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     {
       method: 'get', path: `${viewPath}/results`, operationId: 'savedViewResults', tag: 'Saved views', organization: true, conditional: true, readsSnapshot: true,
       summary: 'Re-run a saved view: one page of JSON:API rows (endpoint 8)',
-      description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names; honours `page[number]` and `page[size]` and ignores every other parameter. Links carry only those parameters.',
-      parameters: ['view_id', ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      description: 'Runs the stored query on the current snapshot, or the one `snapshot` / `as_of` names; honours `page[number]`, `page[size]` and `page[after]` and ignores every other parameter. Links carry only those parameters.',
+      parameters: ['view_id', ...CURSOR_PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: { description: 'One page of rows of the saved view\'s view type.', content: jsonApi(ref('Page')) } },
       errors: [400, 422, 504],
     },
@@ -221,7 +256,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     ...historySpecs(catalog, viewPath),
     ...summarySpecs(catalog, viewPath),
     ...notificationSpecs(viewPath),
-  ];
+  ]);
 }
 
 /** docs/notifications.md: a saved view's notification configurations. */
@@ -314,7 +349,7 @@ function summarySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
     {
       method: 'get', path: `${ORG}/explorer/summary`, operationId: 'summary', tag: 'Summaries', organization: true, conditional: true,
       summary: 'Count and sum a view\'s rows by group: one page', description,
-      parameters: [...query, ...SUMMARY_PARAMETERS, ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      parameters: [...query, ...SUMMARY_PARAMETERS, ...CURSOR_PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: page }, errors: [400, 504],
     },
     {
@@ -326,7 +361,7 @@ function summarySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
     {
       method: 'get', path: `${viewPath}/summary`, operationId: 'savedViewSummary', tag: 'Saved views', organization: true, conditional: true,
       summary: 'Count and sum a saved view\'s rows by group: one page', description: `${description} The rows are the stored query's (its filters; its fields and sort do not apply).`,
-      parameters: ['view_id', ...SUMMARY_PARAMETERS, ...PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      parameters: ['view_id', ...SUMMARY_PARAMETERS, ...CURSOR_PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
       responses: { 200: page }, errors: [400, 422, 504],
     },
     {
@@ -384,7 +419,7 @@ function historySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
       method: 'get', path: `${viewPath}/changes`, operationId: 'savedViewChanges', tag: 'Saved views', organization: true, conditional: true,
       summary: 'What changed in a saved view\'s query between two snapshots: one page',
       description: `${changesDescription} The query is the stored one; other query parameters than these are ignored.`,
-      parameters: ['view_id', ...PAGE_PARAMETERS, ...CHANGE_PAIR_PARAMETERS],
+      parameters: ['view_id', ...CURSOR_PAGE_PARAMETERS, ...CHANGE_PAIR_PARAMETERS],
       responses: { 200: { description: 'One page of changes.', content: jsonApi(ref('ChangesPage')) } },
       errors: [400, 422, 504],
     },

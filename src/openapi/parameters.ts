@@ -7,6 +7,8 @@ import { ref } from './schemas.js';
 export const paramRef = (name: string): Json => ({ $ref: `#/components/parameters/${name}` });
 
 export const PAGE_PARAMETERS = ['page.number', 'page.size'];
+/** The paging of a route read from a snapshot: by number or by cursor (docs/data-out.md). */
+export const CURSOR_PAGE_PARAMETERS = [...PAGE_PARAMETERS, 'page.after'];
 
 /** Parameters that pick the snapshot a query reads (docs/history.md §3). */
 export const TIME_TRAVEL_PARAMETERS = ['snapshot', 'as_of'];
@@ -19,7 +21,7 @@ export const SUMMARY_PARAMETERS = ['group_by', 'sum', 'summary.sort'];
 
 /** Component names of the query parameters of endpoints 1 and 2 (interface §4–5). */
 export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
-  return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? PAGE_PARAMETERS : [])];
+  return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? CURSOR_PAGE_PARAMETERS : [])];
 }
 
 export function componentParameters(catalog: Catalog): Record<string, Json> {
@@ -85,6 +87,15 @@ export function componentParameters(catalog: Catalog): Record<string, Json> {
       name: 'page[size]', in: 'query', required: false,
       description: 'Rows per page; default 20, clamped to 100.',
       schema: ref('PageSize'),
+    },
+    'page.after': {
+      name: 'page[after]', in: 'query', required: false,
+      description: 'Cursor paging instead of `page[number]` (both is a 400 naming `page`): empty for the first page, then the cursor in '
+        + '`links.next`. The page holds the rows after the row the cursor names, in the request\'s sort, found by the sort keys: rows added '
+        + 'or removed before it do not shift it. A cursor is opaque, bound to the organization, route, type, filters and sort it came from '
+        + '(`page[size]` and `fields` may change), and reads the snapshots it began on; a cursor of another walk, a damaged one, or one '
+        + 'whose snapshot is no longer retained is a 400 naming `page[after]`.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]*$' },
     },
     snapshot: {
       name: 'snapshot', in: 'query', required: false,

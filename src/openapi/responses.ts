@@ -34,7 +34,7 @@ export function componentHeaders(opts: ResponseOptions): Record<string, Json> {
       + '(the current one) for the snapshot list; with `snapshot` / `as_of`, the chosen one. It says how fresh the data is; conditional '
       + 'requests use `ETag` (`If-Modified-Since` is not evaluated: a saved view can change while its snapshot does not).',
     { type: 'string', pattern: IMF_FIXDATE }, true),
-    'Content-Disposition': header('`attachment; filename="<organization>-<view>-<YYYYMMDDTHHMMSSZ>.csv"` (the time of the export).', { type: 'string', pattern: '^attachment; filename="[^"]+-[a-z_]+-\\d{8}T\\d{6}Z\\.csv"$' }, true),
+    'Content-Disposition': header('`attachment; filename="<organization>-<view>-<YYYYMMDDTHHMMSSZ>.<csv|parquet|ndjson>"` (the time of the export).', { type: 'string', pattern: '^attachment; filename="[^"]+-[a-z_]+-\\d{8}T\\d{6}Z\\.(csv|parquet|ndjson)"$' }, true),
     'Cache-Control': header('Caching directive.', { type: 'string' }),
   };
 }

@@ -212,7 +212,9 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
 
   out.PageLinks = {
     type: 'object',
-    description: 'Absolute URLs of the same route with `page[number]` and the effective `page[size]` (interface §5).',
+    description: 'Absolute URLs of the same route with `page[number]` and the effective `page[size]` (interface §5); on a cursor page '
+      + '(`page[after]`) with `page[after]` instead: `first` from the start, `next` after the page\'s last row (null when none follows), '
+      + '`prev` and `last` null.',
     required: ['self', 'first', 'prev', 'next', 'last'],
     additionalProperties: false,
     properties: {
@@ -220,27 +222,41 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
       first: { type: 'string', format: 'uri' },
       prev: { type: ['string', 'null'], format: 'uri' },
       next: { type: ['string', 'null'], format: 'uri' },
-      last: { type: 'string', format: 'uri' },
+      last: { type: ['string', 'null'], format: 'uri' },
     },
   };
   const pageNumber = { type: 'integer', minimum: 1 };
+  const pageSize = { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE };
+  const totalCount = { type: 'integer', minimum: 0 };
   out.PageMeta = {
     type: 'object',
     required: ['pagination'],
     additionalProperties: false,
     properties: {
       pagination: {
-        type: 'object',
-        required: ['current-page', 'page-size', 'next-page', 'prev-page', 'total-pages', 'total-count'],
-        additionalProperties: false,
-        properties: {
-          'current-page': pageNumber,
-          'page-size': { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
-          'next-page': { type: ['integer', 'null'], minimum: 2 },
-          'prev-page': { type: ['integer', 'null'], minimum: 1 },
-          'total-pages': pageNumber,
-          'total-count': { type: 'integer', minimum: 0 },
-        },
+        oneOf: [
+          {
+            type: 'object',
+            description: 'A numbered page.',
+            required: ['current-page', 'page-size', 'next-page', 'prev-page', 'total-pages', 'total-count'],
+            additionalProperties: false,
+            properties: {
+              'current-page': pageNumber,
+              'page-size': pageSize,
+              'next-page': { type: ['integer', 'null'], minimum: 2 },
+              'prev-page': { type: ['integer', 'null'], minimum: 1 },
+              'total-pages': pageNumber,
+              'total-count': totalCount,
+            },
+          },
+          {
+            type: 'object',
+            description: 'A cursor page (`page[after]`): no page numbers.',
+            required: ['page-size', 'total-count'],
+            additionalProperties: false,
+            properties: { 'page-size': pageSize, 'total-count': totalCount },
+          },
+        ],
       },
     },
   };

@@ -3,7 +3,7 @@
 // exactly what a query of that snapshot answers.
 import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field, View } from '../catalog/types.js';
-import { condition, csvText, ident, keyColumns, keysetAfter, orderTerms, organizationTest, queryTerms, rowJsonSql, termSql, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, exportSelect, exportValue, ident, keyColumns, typedValueSql, type ExportFormat, keysetAfter, orderTerms, organizationTest, queryTerms, rowJsonSql, termSql, type CompileTarget, type SqlValue } from './compile.js';
 import type { Query } from './query.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -17,7 +17,7 @@ export interface CompiledChanges {
    * A page past the end is one row of counts with nulls.
    */
   page: Statement;
-  /** Every listed change as CSV columns: change, changed_fields, then each selected field and its previous value. */
+  /** Every listed change in the export's format: change, changed_fields, then each selected field and its previous value. */
   export: Statement;
   /** Positions of the selected fields in a row's JSON values. */
   valueIndexes: number[];
@@ -86,7 +86,7 @@ d AS${materialized ? ' MATERIALIZED' : ''} (
 )`;
 }
 
-export function compileChanges(query: Query, from: CompileTarget, to: CompileTarget): CompiledChanges {
+export function compileChanges(query: Query, from: CompileTarget, to: CompileTarget, format: ExportFormat = 'csv'): CompiledChanges {
   const terms = queryTerms(query);
   const orderBy = `ORDER BY ${terms.map(termSql).join(', ')}`;
   const changed = changedFieldsSql(query.view, '"_before"', '"_after"');
@@ -108,18 +108,16 @@ ${orderBy}`;
   pageParams.push(BigInt(query.page.size + (after ? 1 : 0)), after ? 0n : BigInt(query.page.number - 1) * BigInt(query.page.size));
 
   const exportParams: SqlValue[] = [];
-  const columns = [
-    `"_change" AS "_csv_change"`,
-    `${changed} AS "_csv_changed"`,
-    ...query.fields.flatMap((field, i) => [
-      `${csvText(field)} AS ${ident(`_csv${i}`)}`,
-      `${csvText(field, ident(`_prev_${field.column}`))} AS ${ident(`_csv_prev${i}`)}`,
-    ]),
+  const value = (type: Field['type'] | 'list', column: string) => (format === 'csv' ? column : typedValueSql(type, format, column));
+  // changed_fields: the names joined in CSV, a list of them in Parquet and NDJSON (empty for an added or removed row).
+  const changedList = `CASE WHEN ${changed} = '' THEN []::VARCHAR[] ELSE string_split(${changed}, ', ') END`;
+  const values = [
+    value('string', '"_change"'),
+    format === 'csv' ? changed : value('list', changedList),
+    ...query.fields.flatMap((field) => [exportValue(field, format), exportValue(field, format, ident(`_prev_${field.column}`))]),
   ];
   const exported = `${changeSet(query, from, to, exportParams, query.fields)}
-SELECT ${columns.join(', ')}
-FROM d
-${orderBy}`;
+${exportSelect(format, values, changesColumns(query.fields), `FROM d\n${orderBy}`)}`;
 
   return {
     page: { sql: page, params: pageParams },
@@ -128,9 +126,8 @@ ${orderBy}`;
   };
 }
 
-/** The CSV header of a change export (docs/history.md §4). */
-export const changesCsvHeader = (fields: readonly Field[]) =>
-  ['change', 'changed_fields', ...fields.flatMap((f) => [f.name, `previous_${f.name}`])].join(',');
+/** The columns of a change export, as its CSV header names them (docs/history.md §4). */
+export const changesColumns = (fields: readonly Field[]) => ['change', 'changed_fields', ...fields.flatMap((f) => [f.name, `previous_${f.name}`])];
 
 /**
  * One row per snapshot, in the order of `targets`: its position, how many rows match, and the sum of each

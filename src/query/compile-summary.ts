@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { membersColumn, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field } from '../catalog/types.js';
-import { condition, csvText, foldSql, ident, jsonValueSql, keyColumns, keysetAfter, organizationTest, sortTermsOver, termSql, type CompileTarget, type SortTerm, type SqlValue } from './compile.js';
+import { condition, csvText, exportSelect, foldSql, typedValueSql, type ExportFormat, ident, jsonValueSql, keyColumns, keysetAfter, organizationTest, sortTermsOver, termSql, type CompileTarget, type SortTerm, type SqlValue } from './compile.js';
 import type { GroupKey, Period, Summary, SummarySortKey } from './summary.js';
 
 interface Statement { sql: string; params: SqlValue[] }
@@ -20,7 +20,7 @@ export interface CompiledSummary {
   page: Statement;
   /** One row: the number of groups and of matching rows. */
   totals: Statement;
-  /** Every group as CSV columns: each group value, the count, then each sum. */
+  /** Every group in the export's format: each group value, the count, then each sum. */
   export: Statement;
 }
 
@@ -77,7 +77,7 @@ export function summaryTerms(summary: Summary): SortTerm[] {
 /** A group value as the CSV export writes it, unquoted (null as ''): also what a group's id hashes (summaryGroupId). */
 const csvValue = (g: GroupKey, i: number) => csvText(g.field, group(i));
 
-export function compileSummary(summary: Summary, target: CompileTarget): CompiledSummary {
+export function compileSummary(summary: Summary, target: CompileTarget, format: ExportFormat = 'csv'): CompiledSummary {
   const { query, groups, sums } = summary;
   const terms = summaryTerms(summary);
   const order = `ORDER BY ${terms.map(termSql).join(', ')}`;
@@ -125,15 +125,11 @@ s AS (SELECT ${[...keys, ...aggregates].join(', ')} FROM r GROUP BY ${keys.join(
 SELECT count(*) AS "_groups", ${matched(totalsParams, 'coalesce(sum("_count"), 0)')} AS "_rows" FROM s`;
 
   const exportParams: SqlValue[] = [];
-  const columns = [
-    ...groups.map((g, i) => `${csvValue(g, i)} AS ${ident(`_csv${i}`)}`),
-    `CAST("_count" AS VARCHAR) AS "_csv_count"`,
-    ...sums.map((_, j) => `coalesce(CAST(${summed(j)} AS VARCHAR), '') AS ${ident(`_csv_sum${j}`)}`),
-  ];
+  const exportValues = format === 'csv'
+    ? [...groups.map(csvValue), 'CAST("_count" AS VARCHAR)', ...sums.map((_, j) => `coalesce(CAST(${summed(j)} AS VARCHAR), '')`)]
+    : [...groups.map((g, i) => typedValueSql(g.field.type, format, group(i))), typedValueSql('number', format, '"_count"'), ...sums.map((_, j) => typedValueSql('number', format, summed(j)))];
   const exported = `${grouped(exportParams)}
-SELECT ${columns.join(', ')}
-FROM s
-${order}`;
+${exportSelect(format, exportValues, summaryColumns(summary), `FROM s\n${order}`)}`;
   return { page: { sql: page, params: pageParams }, totals: { sql: totals, params: totalsParams }, export: { sql: exported, params: exportParams } };
 }
 
@@ -146,6 +142,5 @@ export function summaryGroupId(summary: Summary, csvValues: readonly string[]): 
   return `sg-${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16)}`;
 }
 
-/** The CSV header of a summary export: the group fields without their periods, count, then sum_<field>. */
-export const summaryCsvHeader = (summary: Summary) =>
-  [...summary.groups.map((g) => g.field.name), 'count', ...summary.sums.map((f: Field) => `sum_${f.name}`)].join(',');
+/** The columns of a summary export, as its CSV header names them: the group fields without their periods, count, then sum_<field>. */
+export const summaryColumns = (summary: Summary) => [...summary.groups.map((g) => g.field.name), 'count', ...summary.sums.map((f: Field) => `sum_${f.name}`)];

@@ -234,8 +234,9 @@ export const keyColumns = (terms: readonly SortTerm[]) => terms.map((t, i) => `C
 
 /** A field's value as a page returns it: datetimes already in the JSON form of interface §6, the rest typed. */
 export function jsonValueSql(f: Field, column = col(f)): string {
-  return f.type === 'datetime' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : column;
+  return f.type === 'datetime' ? jsonDatetime(column) : column;
 }
+const jsonDatetime = (column: string) => `strftime(${column}, '%Y-%m-%dT%H:%M:%S.%g+00:00')`;
 const jsonValue = (f: Field) => jsonValueSql(f);
 
 /**
@@ -259,27 +260,36 @@ export type ExportFormat = 'csv' | 'parquet' | 'ndjson';
 export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'parquet', 'ndjson'];
 
 /**
- * A value as a typed export writes it: the JSON answer's value, typed. Numbers BIGINT (exact); a datetime the
- * instant to the millisecond, as TIMESTAMP WITH TIME ZONE in Parquet (timezone('UTC', …) reads the stored UTC
- * wall time whatever the session's zone) and as the JSON answer's text in NDJSON; the rest as stored.
+ * A value as a typed export writes it: the JSON answer's value, typed (docs/data-out.md). Parquet: numbers
+ * BIGINT (exact); a datetime the instant to the millisecond as TIMESTAMP WITH TIME ZONE (timezone('UTC', …)
+ * reads the stored UTC wall time whatever the session's zone); the rest as stored. NDJSON: the value's JSON
+ * text, `null` for null; a datetime the JSON answer's text.
  */
-export function typedValueSql(type: Field['type'], format: Exclude<ExportFormat, 'csv'>, column: string): string {
-  if (type === 'number') return `CAST(${column} AS BIGINT)`;
-  if (type !== 'datetime') return column;
-  return format === 'ndjson' ? `strftime(${column}, '%Y-%m-%dT%H:%M:%S.%g+00:00')` : `timezone('UTC', date_trunc('millisecond', ${column}))`;
+export function typedValueSql(type: Field['type'] | 'list', format: Exclude<ExportFormat, 'csv'>, column: string): string {
+  const typed = type === 'number' ? `CAST(${column} AS BIGINT)` : column;
+  if (format === 'parquet') return type === 'datetime' ? `timezone('UTC', date_trunc('millisecond', ${column}))` : typed;
+  const json = type === 'datetime' ? `'"' || ${jsonDatetime(column)} || '"'`
+    : type === 'string' || type === 'list' ? `to_json(${column})::VARCHAR` : `CAST(${typed} AS VARCHAR)`;
+  return `coalesce(${json}, 'null')`;
 }
 
 /**
- * An export's statement: `values` (SQL over `body`'s rows, in column order) as CSV text, or typed and named
- * `names` for Parquet and NDJSON. The names are given to an outer projection: ORDER BY binds a name to the
- * SELECT list before the table, so naming a value `drifted` inside made the export sort by its text ('' first,
- * "10" before "2") instead of the value. The CSV header is written apart, from the catalog. A projection
- * keeps its input's order.
+ * An export's statement: `values` (SQL over `body`'s rows, in column order) as CSV text, typed and named
+ * `names` for Parquet, or as one NDJSON line a row with `names` for keys. The names are given outside the
+ * statement that orders: ORDER BY binds a name to the SELECT list before the table, so naming a value
+ * `drifted` there made the export sort by its text ('' first, "10" before "2") instead of the value. The CSV
+ * header is written apart, from the catalog. A projection keeps its input's order.
+ *
+ * An NDJSON line is made here and written as stored CSV lines are (unquoted): DuckDB's own JSON writer
+ * built a document a row and was a third slower on the bench's resources (docs/performance.md).
  */
 export function exportSelect(format: ExportFormat, values: readonly string[], names: readonly string[], body: string): string {
   const inner = `SELECT ${values.map((v, i) => `${v} AS ${ident(`_out${i}`)}`).join(', ')}\n${body}`;
   if (format === 'csv') return inner;
-  return `SELECT ${names.map((n, i) => `${ident(`_out${i}`)} AS ${ident(n)}`).join(', ')}\nFROM (${inner})`;
+  if (format === 'parquet') return `SELECT ${names.map((n, i) => `${ident(`_out${i}`)} AS ${ident(n)}`).join(', ')}\nFROM (${inner})`;
+  // Names are catalog names (ident() refuses anything else), so their JSON needs no escaping.
+  const parts = names.map((n, i) => `'${i === 0 ? '{' : ','}${ident(n)}:', ${ident(`_out${i}`)}`);
+  return `SELECT concat(${parts.join(', ')}, '}') AS "_line"\nFROM (${inner})`;
 }
 
 /** A field's value for an export in `format`. */

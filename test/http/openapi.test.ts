@@ -206,7 +206,7 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     // The export takes the query's parameters but paging, which it ignores (interface §5), and says so.
     const exportParameters = doc.paths[EXPORT].get.parameters.map((p: any) => contract.resolve(p.$ref).node.name);
     expect(exportParameters).to.deep.equal(queryParameters.filter((p: string) => !p.startsWith('page[')));
-    expect(doc.paths[EXPORT].get.description).to.match(/page\[size\]` are ignored, whatever their value/);
+    expect(doc.paths[EXPORT].get.description).to.match(/page\[after\]` are ignored, whatever their value/);
   });
 
   it('documents every status the code can answer, and the errors of each route', () => {
@@ -286,7 +286,19 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
       const csv = await call('GET', EXPORT, { query: clientQuery({ type: view.name }) });
       expect(csv.status).to.equal(200);
       expect(csv.text.split('\n')[0]).to.equal(view.fields.map((f) => f.name).join(','));
+      expect((await call('GET', EXPORT.replace(/csv$/, 'parquet'), { query: clientQuery({ type: view.name }) })).status).to.equal(200);
+      const ndjson = await call('GET', EXPORT.replace(/csv$/, 'ndjson'), { query: clientQuery({ type: view.name }) });
+      expect(Object.keys(JSON.parse(ndjson.text.split('\n')[0]!))).to.deep.equal(view.fields.map((f) => f.name));
+      // Cursor pages validate against the same page schema, from the start and after a cursor.
+      const start = await call('GET', EXPLORER, { query: clientQuery({ type: view.name, 'page[after]': '', 'page[size]': '1' }) });
+      contract.expectValid(contract.schemaPointer(`Page.${view.name}`), start.body);
+      const next = await call('GET', EXPLORER, { query: new URL(start.body.links.next).search });
+      expect(next.status, next.text.slice(0, 300)).to.equal(200);
+      expect(next.body.data[0].id).to.equal(all.body.data[1].id);
     }
+    const both = await call('GET', EXPLORER, { query: '?type=workspaces&page%5Bafter%5D=&page%5Bnumber%5D=1' });
+    expect(both.status).to.equal(400);
+    expect(both.body.errors[0].source).to.deep.equal({ parameter: 'page' });
     const bad = await call('GET', EXPLORER, { query: clientQuery({ type: 'workspaces', 'filter[0][no_such_field][is][0]': 'x' }) });
     expect(bad.status).to.equal(400);
     expect(bad.body.errors[0].source).to.deep.equal({ parameter: 'filter[0][no_such_field][is][0]' });
@@ -334,6 +346,10 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${VIEW}/results`, { params: { view_id: id }, query: '?page%5Bnumber%5D=0' })).status).to.equal(400);
     expect((await call('GET', `${VIEW}/csv`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/export/csv`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/export/parquet`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/export/ndjson`, { params: { view_id: id } })).status).to.equal(200);
+    const walked = await call('GET', `${VIEW}/results`, { params: { view_id: id }, query: '?page%5Bafter%5D=' });
+    contract.expectValid(contract.schemaPointer('Page.providers'), walked.body);
 
     // History: one snapshot only, so changes have nothing to compare (a 400 naming `from`); then a second one.
     const lonely = await call('GET', `${EXPLORER}/changes`, { query: '?type=workspaces' });
@@ -354,6 +370,9 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
       expect(changes.body.meta.counts).to.deep.equal({ added: 0, removed: 0, changed: 0 }); // the same source twice
       const csv = await call('GET', `${EXPLORER}/changes/export/csv`, { query: `?type=${view.name}&fields=${view.fields[0]!.name}` });
       expect(csv.text).to.equal(`change,changed_fields,${view.fields[0]!.name},previous_${view.fields[0]!.name}\n`);
+      expect((await call('GET', `${EXPLORER}/changes/export/parquet`, { query: `?type=${view.name}` })).status).to.equal(200);
+      expect((await call('GET', `${EXPLORER}/changes/export/ndjson`, { query: `?type=${view.name}` })).status).to.equal(200);
+      expect((await call('GET', `${EXPLORER}/changes`, { query: `?type=${view.name}&from=${first}&page%5Bafter%5D=` })).status).to.equal(200);
       const sum = view.fields.find((f) => f.type === 'number');
       const trend = await call('GET', `${EXPLORER}/trend`, { query: `?type=${view.name}${sum ? `&sum=${sum.name}` : ''}` });
       expect(trend.body.data.length, view.name).to.equal(2);
@@ -363,6 +382,8 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
     expect((await call('GET', `${VIEW}/trend`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/changes`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/changes/export/csv`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/changes/export/parquet`, { params: { view_id: id } })).status).to.equal(200);
+    expect((await call('GET', `${VIEW}/changes/export/ndjson`, { params: { view_id: id } })).status).to.equal(200);
     expect((await call('GET', `${VIEW}/changes`, { params: { view_id: id }, query: `?from=${second.manifest.id}` })).status).to.equal(400);
 
     // Summaries: every view, a page valid against SummaryPage, the CSV, the saved-view variants, and an error.
@@ -371,11 +392,17 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
       const summary = await call('GET', `${EXPLORER}/summary`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}${sum ? `&sum=${sum.name}` : ''}` });
       expect(summary.status, summary.text.slice(0, 300)).to.equal(200);
       contract.expectValid(contract.schemaPointer('SummaryPage'), summary.body);
-      expect((await call('GET', `${EXPLORER}/summary/export/csv`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}` })).status).to.equal(200);
+      for (const format of ['csv', 'parquet', 'ndjson']) {
+        expect((await call('GET', `${EXPLORER}/summary/export/${format}`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}` })).status).to.equal(200);
+      }
+      const walked = await call('GET', `${EXPLORER}/summary`, { query: `?type=${view.name}&group_by=${view.fields[0]!.name}&page%5Bafter%5D=` });
+      contract.expectValid(contract.schemaPointer('SummaryPage'), walked.body);
     }
     expect((await call('GET', `${EXPLORER}/summary`, { query: '?type=workspaces' })).status).to.equal(400);
     expect((await call('GET', `${VIEW}/summary`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
-    expect((await call('GET', `${VIEW}/summary/export/csv`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
+    for (const format of ['csv', 'parquet', 'ndjson']) {
+      expect((await call('GET', `${VIEW}/summary/export/${format}`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
+    }
 
     // Notification configurations: create, list, show, update, delete, and a refused url.
     const NCS = `${VIEW}/notification-configurations`;

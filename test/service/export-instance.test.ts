@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openInstance } from '../../src/duckdb/open-instance.js';
-import { streamExport } from '../../src/pool/csv-export.js';
+import { streamExport } from '../../src/pool/export-stream.js';
 import { QueryPool } from '../../src/pool/query-pool.js';
 
 /** The memory limit as DuckDB prints it for an instance opened with `limit`. */
@@ -34,7 +34,7 @@ describe('the instance an export runs on', function () {
     });
     server = createServer((_req, res) => {
       void streamExport({
-        pool, organization: 'acme', attach: [], deadline: Date.now() + 20_000, header: 'limit', lines,
+        pool, organization: 'acme', attach: [], deadline: Date.now() + 20_000, header: 'limit', format: 'csv', lines,
         query: { sql: "SELECT current_setting('memory_limit')", params: [] }, headers: { 'Content-Type': 'text/csv' }, res,
       });
     });

@@ -6,7 +6,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { streamExport, type ExportEnd } from '../../src/pool/csv-export.js';
+import { streamExport, type ExportEnd } from '../../src/pool/export-stream.js';
 import { isHeldFifo } from '../../src/pool/fifos.js';
 import { QueryPool } from '../../src/pool/query-pool.js';
 import { runPage } from '../../src/pool/run-page.js';
@@ -44,7 +44,7 @@ describe('a client gone before its query started', function () {
     const end = await afterClientLeft<ExportEnd>((res) => streamExport({
       pool, organization: 'acme', attach: [], deadline: Date.now() + 20_000, header: 'n',
       // Tens of MB of CSV: with nobody reading, only a cancel ends it before the deadline.
-      query: { sql: 'SELECT range AS n FROM range(50000000)', params: [] }, lines: false,
+      query: { sql: 'SELECT range AS n FROM range(50000000)', params: [] }, format: 'csv', lines: false,
       headers: { 'Content-Type': 'text/csv' }, res,
     }));
     expect(Date.now() - started).to.be.below(5000);

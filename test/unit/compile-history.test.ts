@@ -2,7 +2,7 @@
 // relations come from the targets; the choice of snapshots follows docs/history.md §3–4.
 import { expect } from 'chai';
 import { ApiError } from '../../src/errors.js';
-import { changesCsvHeader, compileChanges, compileNotificationCheck, compileTrend } from '../../src/query/compile-history.js';
+import { changesColumns, compileChanges, compileNotificationCheck, compileTrend } from '../../src/query/compile-history.js';
 import { rowJsonSql, type CompileTarget } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
@@ -50,7 +50,7 @@ describe('compileChanges', () => {
 
   it('names the CSV columns change, changed_fields, then each field and its previous value', () => {
     const two = query('type=providers&fields=version,name').fields;
-    expect(changesCsvHeader(two)).to.equal('change,changed_fields,version,previous_version,name,previous_name');
+    expect(changesColumns(two).join(',')).to.equal('change,changed_fields,version,previous_version,name,previous_name');
   });
 });
 

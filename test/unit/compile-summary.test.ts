@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { ApiError } from '../../src/errors.js';
 import { createHash } from 'node:crypto';
-import { compileSummary, summaryCsvHeader, summaryGroupId } from '../../src/query/compile-summary.js';
+import { compileSummary, summaryColumns, summaryGroupId } from '../../src/query/compile-summary.js';
 import type { CompileTarget } from '../../src/query/compile.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
@@ -65,7 +65,7 @@ describe('compileSummary', () => {
   });
 
   it('writes the CSV header from the group fields without their periods, count and sum_<field>', () => {
-    expect(summaryCsvHeader(summary)).to.equal('tags,workspace_created_at,providers,count,sum_resource_count');
+    expect(summaryColumns(summary).join(',')).to.equal('tags,workspace_created_at,providers,count,sum_resource_count');
   });
 });
 

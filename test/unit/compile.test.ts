@@ -124,7 +124,7 @@ describe('compileQuery: SQL text', () => {
     }
   });
 
-  it('ends every ORDER BY with "_id" ASC', () => {
+  it('ends every ORDER BY with "_id" ASC NULLS LAST', () => {
     const raws = [
       'type=workspaces',
       'type=workspaces&sort=-workspace_name',
@@ -137,9 +137,9 @@ describe('compileQuery: SQL text', () => {
       const c = compile(raw);
       const page = /\nORDER BY (.*)\nLIMIT \? OFFSET \?$/.exec(c.page.sql);
       expect(page, raw).not.to.equal(null);
-      expect(page![1]!.endsWith(', "_id" ASC'), raw).to.equal(true);
+      expect(page![1]!.endsWith(', "_id" ASC NULLS LAST'), raw).to.equal(true);
       expect(page![1]!.split('"_id"').length, raw).to.equal(2); // only at the end
-      expect(c.export.sql.endsWith(', "_id" ASC'), raw).to.equal(true);
+      expect(c.export.sql.endsWith(', "_id" ASC NULLS LAST'), raw).to.equal(true);
     }
   });
 
@@ -154,7 +154,7 @@ describe('compileQuery: SQL text', () => {
     expect(st).to.contain('"state_version_engine_version__vk" ASC');
     const name = compile('type=workspaces&sort=workspace_name').page.sql;
     expect(name).not.to.contain('__vk');
-    expect(name).to.contain(`\nORDER BY coalesce("workspace_name__f", "workspace_name") ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC\n`);
+    expect(name).to.contain(`\nORDER BY coalesce("workspace_name__f", "workspace_name") ASC NULLS LAST, "workspace_name" ASC NULLS LAST, "_id" ASC NULLS LAST\n`);
   });
 
   it('projects JSON values with datetimes through strftime, after "_id", in the requested order', () => {
@@ -170,14 +170,14 @@ describe('compileQuery: SQL text', () => {
       const select = c.export.sql.split('\n')[0]!;
       const expected = view.fields.map((f, i) =>
         f.type === 'datetime'
-          ? `coalesce(strftime("${f.column}", '%Y-%m-%dT%H:%M:%S') || '+00:00', '') AS "_csv${i}"`
-          : `coalesce(CAST("${f.column}" AS VARCHAR), '') AS "_csv${i}"`,
+          ? `coalesce(strftime("${f.column}", '%Y-%m-%dT%H:%M:%S') || '+00:00', '') AS "_out${i}"`
+          : `coalesce(CAST("${f.column}" AS VARCHAR), '') AS "_out${i}"`,
       );
       expect(select).to.equal(`SELECT ${expected.join(', ')}`);
       for (const f of view.fields) expect(select).to.not.include(`AS "${f.name}"`).and.not.include(`AS "${f.column}"`);
     }
     expect(compile('type=workspaces&fields=drifted&sort=drifted', 'acme', 'opentofu').export.sql).to.equal(
-      `SELECT coalesce(CAST("drifted" AS VARCHAR), '') AS "_csv0"\nFROM ${RELATION}\nWHERE "_org" = ?\nORDER BY "drifted" ASC NULLS LAST, "_id" ASC`,
+      `SELECT coalesce(CAST("drifted" AS VARCHAR), '') AS "_out0"\nFROM ${RELATION}\nWHERE "_org" = ?\nORDER BY "drifted" ASC NULLS LAST, "_id" ASC NULLS LAST`,
     );
   });
 
@@ -218,7 +218,7 @@ describe('compileQuery: SQL text', () => {
       return { where: sql.slice(sql.indexOf('FROM res\nWHERE', sql.indexOf(')\n'))).split('\n').slice(1, 3).join('\n'), params };
     };
     // The ids come from the organization's own rows (the first scan), so both keep the page to it.
-    expect(fetch('"_pos"', true)).to.deep.equal({ where: 'WHERE "_pos" IN (SELECT "_rowid" FROM matching\nORDER BY "source_updated_at" DESC NULLS LAST, "_id" ASC', params: [7, 'web', 20n, 0n] });
+    expect(fetch('"_pos"', true)).to.deep.equal({ where: 'WHERE "_pos" IN (SELECT "_rowid" FROM matching\nORDER BY "source_updated_at" DESC NULLS LAST, "_id" ASC NULLS LAST', params: [7, 'web', 20n, 0n] });
     expect(fetch('rowid', false)).to.deep.equal({ where: 'WHERE "_org_key" = CAST(? AS INTEGER)\n  AND rowid IN (SELECT "_rowid" FROM matching', params: [7, 'web', 7, 20n, 0n] });
   });
 

@@ -1,12 +1,12 @@
-// Endpoints 1 and 2: a paged JSON query and its full CSV export (docs/interface.md).
+// Endpoints 1 and 2: a paged JSON query and its full export, as CSV (docs/interface.md), Parquet or NDJSON (docs/data-out.md).
 import { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import type { Config } from '../../config.js';
 import { queryTimeout, snapshotUnavailable } from '../../errors.js';
-import { streamExport } from '../../pool/csv-export.js';
+import { streamExport } from '../../pool/export-stream.js';
 import type { QueryPool } from '../../pool/query-pool.js';
 import { clientClosed, overloaded, runPage } from '../../pool/run-page.js';
-import { compileQuery, queryTerms } from '../../query/compile.js';
+import { compileQuery, EXPORT_FORMATS, queryTerms, type ExportFormat } from '../../query/compile.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -91,55 +91,68 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
 
 const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
 
-/** Streams every row of `query` as CSV (interface §6). */
-export async function answerCsv(ctx: Ctx, deps: ExplorerDeps, query: Query): Promise<void> {
+/** How each export format is served (docs/data-out.md). */
+const SERVED: Record<ExportFormat, { type: string; extension: string }> = {
+  csv: { type: 'text/csv; charset=utf-8', extension: 'csv' },
+  parquet: { type: 'application/vnd.apache.parquet', extension: 'parquet' },
+  ndjson: { type: 'application/x-ndjson; charset=utf-8', extension: 'ndjson' },
+};
+
+/** Streams every row of `query` in `format` (interface §6; docs/data-out.md). */
+export async function answerExport(ctx: Ctx, deps: ExplorerDeps, query: Query, format: ExportFormat): Promise<void> {
   const organization = ctx.state.organization!;
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
-  const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
-  const header = query.fields.map((f) => f.name).join(',');
-  await streamCsv(ctx, deps, {
-    etag: entityTag(['csv', snapshot.id, organization, compiled.export, header]),
+  const compiled = compileQuery(query, snapshot.target(query.view.name, organization), format);
+  const columns = query.fields.map((f) => f.name);
+  await streamDownload(ctx, deps, {
+    format,
+    etag: entityTag(['export', format, snapshot.id, organization, compiled.export, columns]),
     metered: { view: query.view.name, kind: 'export' },
     attach: attachments(snapshot),
     query: compiled.export,
     lines: compiled.exportLines,
-    header,
+    columns,
     name: query.view.name,
   });
 }
 
-export interface CsvAnswer {
+export interface Download {
+  format: ExportFormat;
   etag: string;
   metered: NonNullable<RequestState['query']>;
   attach: Attachment[];
   query: Statement;
+  /** The statement reads stored CSV lines (compile.ts exportLines). */
   lines: boolean;
-  header: string;
-  /** The file name's view part: `<organization>-<name>-<UTC stamp>.csv`. */
+  /** The columns' names: the CSV header (the other formats name their columns in the file). */
+  columns: string[];
+  /** The file name's view part: `<organization>-<name>-<UTC stamp>.<extension>`. */
   name: string;
 }
 
-/** Streams a COPY to the client as a CSV download, or answers 304 when the client holds it already. */
-export async function streamCsv(ctx: Ctx, deps: ExplorerDeps, csv: CsvAnswer): Promise<void> {
+/** Streams a COPY to the client as a download, or answers 304 when the client holds it already. */
+export async function streamDownload(ctx: Ctx, deps: ExplorerDeps, download: Download): Promise<void> {
   const organization = ctx.state.organization!;
   ctx.set('Cache-Control', REVALIDATE);
-  if (notModified(ctx, csv.etag)) return;
-  const metered = ctx.state.query = csv.metered;
+  if (notModified(ctx, download.etag)) return;
+  const metered = ctx.state.query = download.metered;
   const started = performance.now();
+  const served = SERVED[download.format];
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
     organization,
-    attach: csv.attach,
-    query: csv.query,
-    lines: csv.lines,
+    attach: download.attach,
+    query: download.query,
+    format: download.format,
+    lines: download.lines,
     deadline: Date.now() + deps.config.queryTimeoutMs,
-    header: csv.header,
+    header: download.format === 'csv' ? download.columns.join(',') : undefined,
     headers: {
-      'Content-Type': 'text/csv; charset=utf-8',
-      'Content-Disposition': `attachment; filename="${organization}-${csv.name}-${stamp(new Date())}.csv"`,
+      'Content-Type': served.type,
+      'Content-Disposition': `attachment; filename="${organization}-${download.name}-${stamp(new Date())}.${served.extension}"`,
       'Cache-Control': REVALIDATE,
-      ETag: csv.etag,
+      ETag: download.etag,
     },
     res: ctx.res,
   });
@@ -161,10 +174,11 @@ export async function streamCsv(ctx: Ctx, deps: ExplorerDeps, csv: CsvAnswer): P
   if (end.kind === 'aborted') ctx.state.outcome = `aborted: ${end.code}`;
 }
 
-/** interface §5: the CSV routes ignore paging parameters (an export is every row), even invalid ones. */
+/** interface §5: the export routes ignore paging parameters (an export is every row), even invalid ones. */
 export function withoutPaging(params: Map<string, string>): Map<string, string> {
   params.delete('page[number]');
   params.delete('page[size]');
+  params.delete('page[after]');
   return params;
 }
 
@@ -174,11 +188,13 @@ export function explorerRoutes(router: Router<RequestState>, deps: ExplorerDeps)
     const { query, carried } = parseQueryParameters(deps.config.engine, params);
     await answerPage(ctx, deps, query, [...carried, ...await travel(ctx, deps.snapshots, params)]);
   });
-  router.get('/explorer/export/csv', async (ctx) => {
-    const params = withoutPaging(decodeQueryString(ctx.querystring));
-    const { query } = parseQueryParameters(deps.config.engine, params);
-    await travel(ctx, deps.snapshots, params);
-    await answerCsv(ctx, deps, query);
-  });
+  for (const format of EXPORT_FORMATS) {
+    router.get(`/explorer/export/${format}`, async (ctx) => {
+      const params = withoutPaging(decodeQueryString(ctx.querystring));
+      const { query } = parseQueryParameters(deps.config.engine, params);
+      await travel(ctx, deps.snapshots, params);
+      await answerExport(ctx, deps, query, format);
+    });
+  }
 }
 

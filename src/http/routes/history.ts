@@ -4,10 +4,10 @@ import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { VIEW_NAMES } from '../../catalog/catalog.js';
 import { runRows } from '../../pool/run-page.js';
-import { changesCsvHeader, compileChanges, compileTrend } from '../../query/compile-history.js';
+import { changesColumns, compileChanges, compileTrend } from '../../query/compile-history.js';
 import { pageLinks, pageNavigation, pagination } from '../../query/links.js';
 import { encodeCursor } from '../../query/cursor.js';
-import { queryTerms } from '../../query/compile.js';
+import { EXPORT_FORMATS, queryTerms, type ExportFormat } from '../../query/compile.js';
 import { badParameter } from '../../errors.js';
 import { pageAfter, queryScope, resumeWalk, type Walk } from '../cursor-walk.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
@@ -22,7 +22,7 @@ import { entityTag } from '../etag.js';
 import { sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { hold, loadedAt, organizationHistory, readAsOf, type RetainedSnapshot } from '../time-travel.js';
-import { answerJson, baseUrl, streamCsv, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from './explorer.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -106,20 +106,21 @@ async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: H
   });
 }
 
-/** docs/history.md §4: every listed change as CSV. */
-async function answerChangesCsv(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
+/** docs/history.md §4: every listed change as CSV, Parquet or NDJSON. */
+async function answerChangesExport(ctx: Ctx, deps: ExplorerDeps, { query }: HistoryQuery, params: ReadonlyMap<string, string>, format: ExportFormat): Promise<void> {
   const organization = ctx.state.organization!;
   const { from, to } = await changePair(ctx, deps, params);
   ctx.set('X-Explorer-Snapshot', to.id);
-  const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
-  const header = changesCsvHeader(query.fields);
-  await streamCsv(ctx, deps, {
-    etag: entityTag(['changes-csv', from.id, to.id, organization, compiled.export, header]),
+  const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization), format);
+  const columns = changesColumns(query.fields);
+  await streamDownload(ctx, deps, {
+    format,
+    etag: entityTag(['changes-export', format, from.id, to.id, organization, compiled.export, columns]),
     metered: { view: query.view.name, kind: 'changes-export' },
     attach: attachments(from, to),
     query: compiled.export,
     lines: false,
-    header,
+    columns,
     name: `${query.view.name}-changes`,
   });
 }
@@ -182,7 +183,7 @@ function snapshotResource(retained: RetainedSnapshot, organization: string, curr
 }
 
 /**
- * Registers changes, their CSV and trend under `prefix`: `/explorer` with the query in the query string, or
+ * Registers changes, their exports and trend under `prefix`: `/explorer` with the query in the query string, or
  * a saved view's path with its stored query (`pageQuery` keeps this request's paging, `exportQuery` none).
  */
 export function historyRoutes(
@@ -192,9 +193,11 @@ export function historyRoutes(
   router.get(`${prefix}/changes`, async (ctx) => {
     await answerChanges(ctx, deps, { query: await pageQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
   });
-  router.get(`${prefix}/changes/export/csv`, async (ctx) => {
-    await answerChangesCsv(ctx, deps, { query: await exportQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
-  });
+  for (const format of EXPORT_FORMATS) {
+    router.get(`${prefix}/changes/export/${format}`, async (ctx) => {
+      await answerChangesExport(ctx, deps, { query: await exportQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring), format);
+    });
+  }
   router.get(`${prefix}/trend`, async (ctx) => {
     await answerTrend(ctx, deps, { query: await exportQuery(ctx), carried: [] }, decodeQueryString(ctx.querystring));
   });
@@ -219,10 +222,12 @@ export function explorerHistoryRoutes(router: Router<RequestState>, deps: Explor
     const params = decodeQueryString(ctx.querystring);
     await answerChanges(ctx, deps, queryOf(deps, params), params);
   });
-  router.get('/explorer/changes/export/csv', async (ctx) => {
-    const params = withoutPaging(decodeQueryString(ctx.querystring));
-    await answerChangesCsv(ctx, deps, queryOf(deps, params), params);
-  });
+  for (const format of EXPORT_FORMATS) {
+    router.get(`/explorer/changes/export/${format}`, async (ctx) => {
+      const params = withoutPaging(decodeQueryString(ctx.querystring));
+      await answerChangesExport(ctx, deps, queryOf(deps, params), params, format);
+    });
+  }
   router.get('/explorer/trend', async (ctx) => {
     const params = withoutPaging(decodeQueryString(ctx.querystring));
     await answerTrend(ctx, deps, queryOf(deps, params), params);

@@ -13,7 +13,8 @@ import { NameTakenError, StoreUnavailableError, type SavedView, type SavedViewSt
 import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
-import { answerCsv, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerExport, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { EXPORT_FORMATS } from '../../query/compile.js';
 import { historyRoutes } from './history.js';
 import { savedSummaryRoutes } from './summary.js';
 import { travel } from '../time-travel.js';
@@ -118,13 +119,15 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     await answerPage(c, deps, query, await travel(c, deps.snapshots, decodeQueryString(c.querystring)));
   });
 
-  for (const path of ['/explorer/views/:view_id/csv', '/explorer/views/:view_id/export/csv']) {
+  // CSV also at the short form `/csv`; Parquet and NDJSON only beside `/export/csv`.
+  const exports = [['/explorer/views/:view_id/csv', 'csv'] as const, ...EXPORT_FORMATS.map((f) => [`/explorer/views/:view_id/export/${f}`, f] as const)];
+  for (const [path, format] of exports) {
     router.get(path, async (ctx) => {
       const c = ctx as Ctx;
       const view = await viewOf(c);
       const query = savedQuery(c, view, false);
       await travel(c, deps.snapshots, decodeQueryString(c.querystring));
-      await answerCsv(c, deps, query);
+      await answerExport(c, deps, query, format);
     });
   }
 

@@ -1,14 +1,14 @@
 // Summaries (docs/summaries.md): a query's rows counted and summed by group, one page as JSON or every group
-// as CSV. The same parsing, compiler pieces, pool, deadline, cancellation, admission, ETags, response cache
+// as CSV, Parquet or NDJSON. The same parsing, compiler pieces, pool, deadline, cancellation, admission, ETags, response cache
 // and metrics as a query's.
 import type { Router } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
-import { compileSummary, summaryCsvHeader, summaryGroupId, summaryTerms } from '../../query/compile-summary.js';
+import { compileSummary, summaryColumns, summaryGroupId, summaryTerms } from '../../query/compile-summary.js';
 import { encodeCursor } from '../../query/cursor.js';
 import { queryScope, snapshotWalk } from '../cursor-walk.js';
-import type { CompileTarget } from '../../query/compile.js';
+import { EXPORT_FORMATS, type CompileTarget, type ExportFormat } from '../../query/compile.js';
 import { pageNavigation } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
@@ -18,7 +18,7 @@ import { attachments, type Snapshot } from '../../snapshots/read/current-snapsho
 import { entityTag } from '../etag.js';
 import type { RequestState } from '../state.js';
 import { readAsOf, travel } from '../time-travel.js';
-import { answerJson, baseUrl, streamCsv, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from './explorer.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -90,19 +90,20 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
   });
 }
 
-/** Every group as CSV. */
-async function answerSummaryCsv(ctx: Ctx, deps: ExplorerDeps, summary: Summary): Promise<void> {
+/** Every group as CSV, Parquet or NDJSON. */
+async function answerSummaryExport(ctx: Ctx, deps: ExplorerDeps, summary: Summary, format: ExportFormat): Promise<void> {
   const organization = ctx.state.organization!;
   const { snapshot, target } = summaryTarget(ctx, summary);
-  const compiled = compileSummary(summary, target);
-  const header = summaryCsvHeader(summary);
-  await streamCsv(ctx, deps, {
-    etag: entityTag(['summary-csv', snapshot.id, organization, compiled.export, header]),
+  const compiled = compileSummary(summary, target, format);
+  const columns = summaryColumns(summary);
+  await streamDownload(ctx, deps, {
+    format,
+    etag: entityTag(['summary-export', format, snapshot.id, organization, compiled.export, columns]),
     metered: { view: summary.query.view.name, kind: 'summary-export' },
     attach: attachments(snapshot),
     query: compiled.export,
     lines: false,
-    header,
+    columns,
     name: `${summary.query.view.name}-summary`,
   });
 }
@@ -122,13 +123,15 @@ export function explorerSummaryRoutes(router: Router<RequestState>, deps: Explor
     const summary = parseSummary(deps.config.engine, query, params);
     await answerSummary(ctx, deps, summary, [...carried, ...summaryCarried(params), ...await travel(ctx, deps.snapshots, params)]);
   });
-  router.get('/explorer/summary/export/csv', async (ctx) => {
-    const params = withoutPaging(decodeQueryString(ctx.querystring));
-    const { query } = parseQueryParameters(deps.config.engine, queryParameters(params));
-    const summary = parseSummary(deps.config.engine, query, params);
-    await travel(ctx, deps.snapshots, params);
-    await answerSummaryCsv(ctx, deps, summary);
-  });
+  for (const format of EXPORT_FORMATS) {
+    router.get(`/explorer/summary/export/${format}`, async (ctx) => {
+      const params = withoutPaging(decodeQueryString(ctx.querystring));
+      const { query } = parseQueryParameters(deps.config.engine, queryParameters(params));
+      const summary = parseSummary(deps.config.engine, query, params);
+      await travel(ctx, deps.snapshots, params);
+      await answerSummaryExport(ctx, deps, summary, format);
+    });
+  }
 }
 
 /**
@@ -141,10 +144,12 @@ export function savedSummaryRoutes(router: Router<RequestState>, deps: ExplorerD
     const summary = parseSummary(deps.config.engine, await savedQuery(ctx, true), params);
     await answerSummary(ctx, deps, summary, [...summaryCarried(params), ...await travel(ctx, deps.snapshots, params)]);
   });
-  router.get(`${prefix}/summary/export/csv`, async (ctx) => {
-    const params = withoutPaging(decodeQueryString(ctx.querystring));
-    const summary = parseSummary(deps.config.engine, await savedQuery(ctx, false), params);
-    await travel(ctx, deps.snapshots, params);
-    await answerSummaryCsv(ctx, deps, summary);
-  });
+  for (const format of EXPORT_FORMATS) {
+    router.get(`${prefix}/summary/export/${format}`, async (ctx) => {
+      const params = withoutPaging(decodeQueryString(ctx.querystring));
+      const summary = parseSummary(deps.config.engine, await savedQuery(ctx, false), params);
+      await travel(ctx, deps.snapshots, params);
+      await answerSummaryExport(ctx, deps, summary, format);
+    });
+  }
 }

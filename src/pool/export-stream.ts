@@ -1,4 +1,4 @@
-// Streams a DuckDB `COPY … TO '<fifo>'` to an HTTP response without buffering the file.
+// Streams a DuckDB `COPY … TO '<fifo>'` (CSV, Parquet or NDJSON) to an HTTP response without buffering the file.
 //
 // Order matters: the FIFO's read end is opened (non-blocking) before the task is submitted, so DuckDB's
 // blocking open() for writing always finds a reader; and the read end is closed only after the task has
@@ -9,7 +9,7 @@
 import { constants, openSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
-import type { Attachment, ExportResult, FailureCode, Statement } from '../../workers/protocol.js';
+import type { Attachment, ExportResult, ExportTask, FailureCode, Statement } from '../../workers/protocol.js';
 import { PoolOverloadedError } from './admission.js';
 import type { QueryPool } from './query-pool.js';
 import { clientGone } from './run-page.js';
@@ -34,11 +34,12 @@ export interface ExportRequest {
   organization: string;
   attach: Attachment[];
   query: Statement;
+  format: ExportTask['format'];
   /** The query reads stored, already quoted lines (compile.ts exportLines). */
   lines: boolean;
   deadline: number;
-  /** The header line, without its line feed. */
-  header: string;
+  /** A CSV's header line, without its line feed; the other formats have none. */
+  header?: string;
   headers: Record<string, string>;
   res: ServerResponse;
 }
@@ -67,7 +68,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
     /** Whether the task ended in a known state, its COPY returned or never started: only then is the FIFO reused. */
     let writerDone = true;
 
-    const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, lines: r.lines, fifo });
+    const task = r.pool.runExport(id, r.organization, { attach: r.attach, deadline: r.deadline, query: r.query, format: r.format, lines: r.lines, fifo });
     const timer = setTimeout(() => stop('timeout', 'deadline reached'), Math.max(0, r.deadline - Date.now()));
     const onClientGone = () => { if (!settled) stop('cancelled', 'client disconnected'); };
     r.res.once('close', onClientGone);
@@ -86,6 +87,7 @@ export async function streamExport(r: ExportRequest): Promise<ExportEnd> {
       if (started) return;
       started = true;
       r.res.writeHead(200, r.headers);
+      if (r.header === undefined) return;
       const line = Buffer.from(`${r.header}\n`);
       bytes += line.length;
       r.res.write(line);
