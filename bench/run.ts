@@ -4,8 +4,8 @@
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (per scenario, default 20),
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
-// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4; F' loads the source without its resources; the R
-// scenarios are on the resources view, the SU ones are summaries).
+// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3; F' loads the source without its resources;
+// the R scenarios are on the resources view, the SU ones are summaries, the O ones Parquet, NDJSON and cursor pages).
 import autocannon from 'autocannon';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, get } from 'node:http';
@@ -27,7 +27,7 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60);
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4").split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3").split(','));
 /** The summaries of SU1–SU3 (docs/summaries.md), on the largest organization. */
 const SUMMARIES = {
   SU1: { path: '/summary?type=workspaces&group_by=project_name', what: 'workspaces grouped by project_name', target: 30 },
@@ -190,6 +190,87 @@ async function csvScenario(label: string, view: string, org: string, token: stri
 }
 let serverUrl = '';
 
+/**
+ * O1, O2 (docs/data-out.md): the largest organization's resources exported whole as CSV, Parquet and NDJSON,
+ * each best of three, in rows per second, with the server's CPU per export; Parquet and NDJSON against the CSV.
+ */
+async function formatScenarios(org: string, token: string, pid: number): Promise<void> {
+  const rowsExported = resourcesOf(org);
+  const best: Record<string, { rowsPerSecond: number; mb: number; cpu: number; rss: number }> = {};
+  for (const format of ['csv', 'parquet', 'ndjson']) {
+    log(`O: ${format} export of ${org}'s resources (3 runs)`);
+    for (let i = 0; i < 3; i++) {
+      const cpu = cpuSeconds(pid);
+      const one = await exportOnce(`${serverUrl}/api/v2/organizations/${org}/explorer/export/${format}?type=resources`, token, pid);
+      const run = { rowsPerSecond: rowsExported / one.seconds, mb: one.bytes / 1e6, cpu: cpuSeconds(pid) - cpu, rss: one.rssGrowth };
+      log(`O ${format} run ${i + 1}: ${round(run.rowsPerSecond / 1e6, 2)} M rows/s, ${round(run.mb)} MB, CPU ${round(run.cpu, 2)} s, RSS +${round(run.rss)} MB`);
+      if (!best[format] || run.rowsPerSecond > best[format]!.rowsPerSecond) best[format] = run;
+    }
+  }
+  const csv = best.csv!;
+  for (const [label, format, share] of [['O1', 'parquet', 0.5], ['O2', 'ndjson', 0.7]] as const) {
+    const b = best[format]!;
+    const ratio = b.rowsPerSecond / csv.rowsPerSecond;
+    rows.push({ scenario: label, what: `${format} export, largest org, resources (${rowsExported} rows, ${round(b.mb)} MB; CSV ${round(csv.mb)} MB)`, mb_s: round(b.mb * b.rowsPerSecond / rowsExported),
+      measured: `${round(b.rowsPerSecond / 1e6, 2)} M rows/s = ${round(ratio * 100)} % of CSV's ${round(csv.rowsPerSecond / 1e6, 2)} M rows/s; CPU ${round(b.cpu, 2)} s (CSV ${round(csv.cpu, 2)} s); RSS +${round(b.rss)} MB`,
+      target: `≥ ${share * 100} % of the CSV export's rows/s`, pass: ratio >= share });
+  }
+}
+
+/** `n` GETs of `url` one after another on one kept connection, each timed with performance.now(), in ms. */
+async function timedGets(url: string, token: string, n: number, agent: Agent): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    await new Promise<void>((resolveDone, reject) => {
+      get(url, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+        res.on('data', () => {});
+        res.on('end', () => (res.statusCode === 200 ? resolveDone() : reject(new Error(`${url}: status ${res.statusCode}`))));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+    times.push(performance.now() - started);
+  }
+  return times;
+}
+
+/**
+ * O3 (docs/data-out.md): page 1,000 of the largest organization's workspaces by cursor (page[size]=100, by
+ * name) against page 1, uncached, in alternating blocks so that neither side gets the quieter moments; the
+ * numbered page 1,000 beside them shows what the cursor saves. Server CPU per request is measured per side.
+ */
+async function cursorScenario(org: string, token: string, pid: number): Promise<void> {
+  const query = `${serverUrl}/api/v2/organizations/${org}/explorer?type=workspaces&sort=workspace_name&page%5Bsize%5D=100`;
+  log('O3: walking 999 pages by cursor to reach page 1,000');
+  let next = `${query}&page%5Bafter%5D=`;
+  for (let page = 1; page < 1000; page++) {
+    const res = await fetch(next, { headers: { Authorization: `Bearer ${token}` } });
+    const body = await res.json() as { links: { next: string | null } };
+    if (!body.links.next) throw new Error(`O3: the walk ended at page ${page}`);
+    next = body.links.next;
+  }
+  const sides = { first: `${query}&page%5Bnumber%5D=1`, cursor: next, numbered: `${query}&page%5Bnumber%5D=1000` };
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const times: Record<string, number[]> = { first: [], cursor: [], numbered: [] };
+  const cpu: Record<string, number> = { first: 0, cursor: 0, numbered: 0 };
+  for (const [side, url] of Object.entries(sides)) await timedGets(url, token, 10, agent); // warm-up
+  for (let block = 0; block < 10; block++) {
+    for (const [side, url] of Object.entries(sides)) {
+      const before = cpuSeconds(pid);
+      times[side]!.push(...await timedGets(url, token, 20, agent));
+      cpu[side]! += cpuSeconds(pid) - before;
+    }
+  }
+  agent.destroy();
+  const p50 = (side: string) => percentile(times[side]!, 0.5);
+  const cpuMs = (side: string) => (cpu[side]! * 1000) / times[side]!.length;
+  const ratio = p50('cursor') / p50('first');
+  rows.push({ scenario: 'O3', what: `largest org, workspaces by name, page[size]=100: page 1,000 by cursor against page 1, 200 of each, 1 conn`, p50_ms: round(p50('cursor'), 2),
+    measured: `page 1 ${round(p50('first'), 2)} ms (CPU ${round(cpuMs('first'), 2)} ms/req), page 1,000 by cursor ${round(p50('cursor'), 2)} ms (CPU ${round(cpuMs('cursor'), 2)} ms/req) = ${round(ratio, 2)}×; `
+      + `numbered page 1,000 ${round(p50('numbered'), 2)} ms (CPU ${round(cpuMs('numbered'), 2)} ms/req)`,
+    target: '≤ 1.2× page 1', pass: ratio <= 1.2 });
+}
+
 async function exportOnce(url: string, token: string, pid: number): Promise<{ ttfb: number; seconds: number; bytes: number; rssGrowth: number }> {
   const base = rssMb(pid);
   let peak = base;
@@ -321,6 +402,8 @@ async function main(): Promise<void> {
         measured: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms${cpu()}`, target: 'p50 ≤ 30 ms', pass: r.latency.p50 <= 30 && r.non2xx === 0 });
     }
     if (SCENARIOS.has('R3')) await csvScenario('R3', 'resources', largest.name, token, pid, '≥ 150 MB/s, RSS growth ≤ 64 MB');
+    if (SCENARIOS.has('O1') || SCENARIOS.has('O2')) await formatScenarios(largest.name, token, pid);
+    if (SCENARIOS.has('O3')) await cursorScenario(largest.name, token, pid);
     if (SCENARIOS.has('R4')) {
       const r = results.R4 = await cannon('R4', {
         url, connections: 16, duration: SECONDS,

@@ -132,7 +132,7 @@ function checkNotStopped(state: Running): void {
 /** The SQL a task runs. */
 const statementsOf = (task: Task): string[] => {
   switch (task.kind) {
-    case 'page': return [task.count.sql, task.page.sql];
+    case 'page': return [task.count.sql, task.page.sql, ...(task.cursorKeys ? [task.cursorKeys.statement.sql] : [])];
     case 'export': return [task.query.sql];
     case 'rows': return task.statements.map((s) => s.sql);
   }
@@ -167,7 +167,14 @@ async function page(task: PageTask): Promise<PageResult> {
       // The row past the page's size only says that another follows: the next cursor names the page's last row.
       all = all.slice(0, size);
       const keysAt = 1 + (task.valueIndexes ? 1 : task.attributes.length);
-      next = encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after: all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[] });
+      let after = all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[];
+      if (task.cursorKeys) {
+        // Sought by position: the row's sort term values, read by its position, then the position in its layout.
+        const { statement, layout } = task.cursorKeys;
+        const terms = (await slot.readAll(statement.sql, [...statement.params, after[0]!], aliases)).getRows()[0] as (string | null)[];
+        after = [...terms, after[0]!, layout];
+      }
+      next = encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after });
     }
     const { links, pagination } = pageNavigation(base, carried, { number, size }, total, cursor && { received: cursor.received, next });
     const body = pageJson(all, task, '{"data":', `,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination })}}`);

@@ -46,6 +46,8 @@ export interface PageTask extends TaskBase {
   /** The page reads each row's JSON array of values: the selected fields' positions in it (compile.ts). */
   valueIndexes?: number[];
   offset: number;
+  /** A cursor page sought by position: the statement that reads a row's sort term values by position (compile.ts). */
+  cursorKeys?: { statement: Statement; layout: string };
   /** JSON:API row type and, per selected field, its JSON attribute name. */
   rowType: string;
   attributes: string[];

@@ -47,10 +47,10 @@ const routeOf = (ctx: Ctx) => {
 /**
  * Reads page[after] against the walk it must belong to: the organization, the route and `scopeParts` (what
  * the query is), `terms`
- * (the sort's, in order). From the start, the walk reads the request's snapshots; after a cursor, the ones it
+ * (the sort's, in order) and, with `position`, a row position and its layout after them. From the start, the walk reads the request's snapshots; after a cursor, the ones it
  * names, which must still be retained. Returns them, held for the request, or null from the start.
  */
-export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[])
+export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[], position = false)
   : Promise<{ scope: string; after: (string | null)[]; snapshots: Snapshot[] | null }> {
   const scope = cursorScope([ctx.state.organization!, routeOf(ctx), ...scopeParts]);
   if (received === '') return { scope, after: [], snapshots: null };
@@ -61,12 +61,18 @@ export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received:
     if (e instanceof CursorError) throw refused(`page[after] is not a cursor of this walk: ${e.message}. Start again with page[after]= (empty).`);
     throw e;
   }
-  if (cursor.scope !== scope || cursor.after.length !== terms.length) {
+  // A query's cursor may carry its row's position and the layout it is in after the term values (compile.ts,
+  // a page in stored order).
+  const types = [...terms.map((t) => t.type), ...(position ? ['BIGINT' as const, 'VARCHAR' as const] : [])];
+  if (cursor.scope !== scope || (cursor.after.length !== terms.length && cursor.after.length !== types.length)) {
     throw refused('page[after] belongs to another walk: the organization, route, type, filters or sort differ from the request that gave it. Start again with page[after]= (empty).');
   }
   cursor.after.forEach((value, i) => {
-    if (value !== null && !readableAs(terms[i]!.type, value)) throw refused('page[after] is not a cursor this service gave: a value in it cannot be read.');
+    if (value !== null && !readableAs(types[i]!, value)) throw refused('page[after] is not a cursor this service gave: a value in it cannot be read.');
   });
+  // The snapshot the request reads already (a walk of the current one): held by the request's own lease.
+  const current = ctx.state.lease!.snapshot;
+  if (cursor.snapshots.every((id) => id === current.id)) return { scope, after: cursor.after, snapshots: cursor.snapshots.map(() => current) };
   const retained = await organizationHistory(ctx, registry);
   const snapshots = cursor.snapshots.map((id) => {
     const found = retained.find((s) => s.id === id);
@@ -80,10 +86,10 @@ export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received:
  * A cursor page of one snapshot (queries, saved-view results, summaries): the request reads the walk's
  * snapshot. `snapshot` or `as_of` may name it again (links carry them); naming another is a 400.
  */
-export async function snapshotWalk(ctx: Ctx, registry: SnapshotRegistry, params: ReadonlyMap<string, string>, scopeParts: unknown[], terms: readonly SortTerm[]): Promise<Walk | undefined> {
+export async function snapshotWalk(ctx: Ctx, registry: SnapshotRegistry, params: ReadonlyMap<string, string>, scopeParts: unknown[], terms: readonly SortTerm[], position = false): Promise<Walk | undefined> {
   const received = pageAfter(params);
   if (received === undefined) return undefined;
-  const { scope, after, snapshots } = await resumeWalk(ctx, registry, received, scopeParts, terms);
+  const { scope, after, snapshots } = await resumeWalk(ctx, registry, received, scopeParts, terms, position);
   const pinned = snapshots?.[0];
   if (pinned && pinned.id !== ctx.state.lease!.snapshot.id) {
     if (params.has('snapshot') || params.has('as_of')) {

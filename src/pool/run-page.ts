@@ -1,7 +1,7 @@
 // Runs a page query with the request's deadline and cancels it when the client goes away. The worker
 // enforces the deadline itself; the timer here also answers a request whose task is still queued.
 import type { ServerResponse } from 'node:http';
-import type { Attachment, PageDocument, PageResult, RowsResult, Statement } from '../../workers/protocol.js';
+import type { Attachment, PageDocument, PageResult, PageTask, RowsResult, Statement } from '../../workers/protocol.js';
 import { ApiError, queryTimeout, snapshotUnavailable } from '../errors.js';
 import { PoolOverloadedError, type QueryPool } from './query-pool.js';
 
@@ -14,6 +14,7 @@ export interface PageRun {
   page: Statement;
   pageCountsTotal: boolean;
   valueIndexes?: number[];
+  cursorKeys?: PageTask['cursorKeys'];
   offset: number;
   rowType: string;
   attributes: string[];

@@ -31,6 +31,13 @@ export interface CompiledQuery {
   export: { sql: string; params: SqlValue[] };
   /** The export reads stored lines (one VARCHAR column, already quoted), in stored order: write them as they are. */
   exportLines: boolean;
+  /** A cursor page: how many values each of its rows has after its values (keyColumns), for the next cursor. */
+  keyCount?: number;
+  /**
+   * A cursor page sought by position: its rows carry only their position; this statement reads the sort term
+   * values of the row at the position bound last, and the next cursor is those values, the position and `layout`.
+   */
+  cursorKeys?: { statement: { sql: string; params: SqlValue[] }; layout: string };
 }
 
 /** Where the view's rows are: a relation expression chosen by the snapshot registry, never by a client. */
@@ -52,6 +59,11 @@ export interface CompileTarget {
   csvLines?: readonly number[];
   /** Each organization's rows are stored in the view's default order: a page or an export in that order is a plain scan. */
   defaultOrderStored?: boolean;
+  /**
+   * What the relation's row positions belong to (the snapshot's files as its manifest names them): a cursor's
+   * position is sought only in the layout it was read from, since a compaction rewrites a snapshot's files.
+   */
+  layout?: string;
   /**
    * How the relation names a row's position (`rowid` for a table, a column where the relation is a
    * query over one): a large organization's page finds its rows by it. Absent: DuckDB plans the fetch.
@@ -385,14 +397,24 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
   const terms = queryTerms(query);
   // The row JSON as a BLOB (encode() only retypes it): the worker copies its bytes to the page unread.
   const values = rowJson ? [`encode(${ident(ROW_JSON_COLUMN)})`] : query.fields.map(jsonValue);
-  const select = `SELECT "_id", ${[...values, ...(after ? keyColumns(terms) : [])].join(', ')}`;
-  // The keyset test, its values bound after the conditions' (it follows them in every plan's text).
-  const seekParams: SqlValue[] = [];
-  const seek = after && after.length > 0 ? keysetAfter(terms, after, seekParams) : undefined;
   // Rows stored in the default order: a page in that order is a plain scan, which returns rows in stored
   // order (the workers keep preserve_insertion_order, as exports of stored lines do), so LIMIT ends the
   // scan at the page's last row: no sort, and no reading the organization whole, at any size.
   const storedOrder = target.defaultOrderStored === true && defaultSorted;
+  // A cursor page in stored order of a table seeks the row after the cursor's by its position (rowid,
+  // monotonic in stored order), which the scan finds by skipping every row group before it; the keyset test
+  // read the organization's rows up to there, a cost that grew with the depth (docs/performance.md, "Cursor
+  // pages"). The snapshot is the cursor's, so in the same layout the position names the same row as its sort
+  // term values, which the cursor carries too: in another layout (compacted since) it falls back to them.
+  // The page's rows carry only their position; the last row's term values are read apart, by position.
+  const positioned = after !== undefined && storedOrder && target.rowid !== undefined && target.layout !== undefined;
+  const keys = !after ? [] : positioned ? [`CAST(rowid AS VARCHAR) AS "_key0"`] : keyColumns(terms);
+  // The seek, its values bound after the conditions' (it follows them in every plan's text).
+  const seekParams: SqlValue[] = [];
+  const position = positioned && after.length === terms.length + 2 && after[terms.length + 1] === target.layout ? after[terms.length] : null;
+  const seek = position ? (seekParams.push(position), 'rowid > CAST(? AS BIGINT)')
+    : after && after.length > 0 ? keysetAfter(terms, after.slice(0, terms.length), seekParams) : undefined;
+  const select = `SELECT "_id", ${[...values, ...keys].join(', ')}`;
   const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A window would count only the rows after a cursor: a cursor page counts apart.
@@ -448,5 +470,7 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
       ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${from}`, params: [...params] }
       : { sql: exportSelect(format, query.fields.map((f) => exportValue(f, format)), query.fields.map((f) => f.name), `${from}${storedOrder ? '' : `\n${orderSql}`}`), params: [...params] },
     exportLines,
+    ...(after ? { keyCount: keys.length } : {}),
+    ...(positioned ? { cursorKeys: { statement: { sql: `SELECT ${keyColumns(terms).join(', ')}\nFROM ${target.relation}\nWHERE rowid = CAST(? AS BIGINT)`, params: [] }, layout: target.layout! } } : {}),
   };
 }

@@ -189,13 +189,25 @@ describe('the two page plans', function () {
         const table = `snapshot."${query.view.name}"`;
         const organizationKey = organizationKeys()[organization];
         const indexes = (manifest().indexes?.[query.view.name] ?? []).map((column) => ({ column, relation: `snapshot.${indexTable(query.view.name, column)}` }));
-        /** One cursor page: its rows' ids and the sort term values of each (as a cursor carries them). */
+        const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
+        /** One cursor page: its rows' ids and the cursor of each. */
         const page = async (target: Parameters<typeof compileQuery>[1], size: number, after: (string | null)[]) => {
           const compiled = compileQuery({ ...query, page: { number: 1, size, after } }, target);
+          const positioned = target.layout !== undefined && qs.match(/^type=\w+$/) !== null;
+          expect(compiled.cursorKeys !== undefined, 'sought by position in stored order').to.equal(positioned);
+          // A cursor of this layout is sought by its position; one of another layout by its sort term values.
+          if (positioned) expect(compiled.page.sql.includes('rowid > CAST(? AS BIGINT)')).to.equal(after.at(-1) === target.layout);
           let rows = await pageRows(await c.run(compiled.page.sql, compiled.page.params as DuckDBValue[]), target.rowJson === true);
           if (compiled.pageCountsTotal) rows = rows.map((r) => r.slice(0, -1));
           const at = 1 + (target.rowJson ? 1 : query.fields.length);
-          return { ids: rows.map((r) => r[0] as string), keys: rows.map((r) => r.slice(at) as (string | null)[]) };
+          const keys = rows.map((r) => r.slice(at) as (string | null)[]);
+          // The next cursor as the worker makes it; sought by position: the last row's term values read by its
+          // position, then the position and its layout.
+          const { cursorKeys } = compiled;
+          const last = keys[size - 1];
+          const next = !last || !cursorKeys ? last
+            : [...(await read(cursorKeys.statement.sql, [...cursorKeys.statement.params, last[0]!]))[0]! as (string | null)[], last[0]!, cursorKeys.layout];
+          return { ids: rows.map((r) => r[0] as string), keys, next };
         };
         const whole = await page({ relation: table, organization }, 1_000_000, []);
         if (whole.ids.length === 0) continue;
@@ -205,6 +217,8 @@ describe('the two page plans', function () {
           fetched: { relation: table, organization, organizationKey, organizationRows: SMALL_ORGANIZATION_ROWS + 1, rowJson: true, rowid: '"_pos"', rowidIndexed: true, indexes },
           counted: { relation: table, organization, organizationKey, organizationRows: SMALL_ORGANIZATION_ROWS + 1, rowid: 'rowid', indexes },
           stored: { relation: table, organization, organizationKey, organizationRows: SMALL_ORGANIZATION_ROWS + 1, rowJson: true, defaultOrderStored: true },
+          // In stored order, each next page is sought by its row's position, which its cursor carries.
+          positioned: { relation: table, organization, organizationKey, organizationRows: SMALL_ORGANIZATION_ROWS + 1, rowJson: true, defaultOrderStored: true, rowid: '"_pos"', rowidIndexed: true, layout: 'one' },
           unplanned: { relation: table, organization },
         };
         const deep = Math.floor(whole.ids.length / 2);
@@ -218,11 +232,20 @@ describe('the two page plans', function () {
               expect(got.ids.length, `${organization} ${plan}`).to.be.at.most(8);
               ids.push(...got.ids.slice(0, 7));
               if (got.ids.length <= 7) break;
-              after = got.keys[6]!;
+              after = got.next!;
             }
             expect(ids, `${organization}, ${plan}, from row ${start}`).to.deep.equal(whole.ids.slice(start, start + ids.length));
             expect(ids.length).to.equal(Math.min(21, whole.ids.length - start));
             walked++;
+          }
+        }
+        if (deep > 0 && qs.match(/^type=\w+$/)) {
+          // A cursor sought by position, in its layout and in another (the snapshot compacted since), where
+          // its sort term values find the same rows.
+          const [[position]] = await read(`SELECT CAST("_pos" AS VARCHAR) FROM ${table} WHERE "_id" = ?`, [whole.ids[deep - 1]]);
+          for (const layout of ['one', 'two']) {
+            const again = await page({ ...targets.positioned, layout: 'one' }, 3, [...whole.keys[deep - 1]!, position as string, layout]);
+            expect(again.ids.slice(0, 3), `${organization}, a cursor of layout ${layout}`).to.deep.equal(whole.ids.slice(deep, deep + 3));
           }
         }
       }

@@ -56,13 +56,13 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const params = decodeQueryString(ctx.querystring);
   const terms = queryTerms(query);
-  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', ...queryScope(query)], terms);
+  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', ...queryScope(query)], terms, true);
   if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
   const base = baseUrl(ctx, deps.config.publicUrl);
-  const cursor = walk ? { scope: walk.scope, snapshots: walk.snapshots, received: walk.received, keyCount: terms.length } : undefined;
+  const cursor = walk ? { scope: walk.scope, snapshots: walk.snapshots, received: walk.received, keyCount: compiled.keyCount! } : undefined;
   const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried, cursor ?? null]);
   await answerJson(ctx, deps, etag, async () => {
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
@@ -75,6 +75,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
       page: compiled.page,
       pageCountsTotal: compiled.pageCountsTotal,
       valueIndexes: compiled.valueIndexes,
+      ...(compiled.cursorKeys ? { cursorKeys: compiled.cursorKeys } : {}),
       offset: (query.page.number - 1) * query.page.size,
       rowType: query.view.rowType,
       attributes: query.fields.map((f) => f.attribute),

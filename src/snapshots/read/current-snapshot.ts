@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 // The running server's view of the snapshots: which one is current, who is using which, and switching
 // to a new one (polled, so that every instance on a shared DATA_DIR follows by itself). A request takes
 // a lease on the current snapshot and keeps reading that one even if another becomes current meanwhile.
@@ -79,6 +80,9 @@ const manifestStamp = async (dataDir: string, id: string): Promise<string> => {
   const st = await fs.stat(join(snapshotPath(dataDir, id), 'manifest.json'));
   return `${st.ino}:${st.mtimeMs}:${st.size}`;
 };
+
+/** A short name of a manifest's stamp, for cursors (compile.ts CompileTarget.layout): they need not show a file's inode. */
+const layoutOf = (stamp: string) => createHash('sha256').update(stamp).digest('base64url').slice(0, 12);
 
 /** The snapshot's files changed while it was being opened: open it again from its new manifest. */
 class ChangedWhileOpening extends Error {}
@@ -193,10 +197,11 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
-      if (layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest);
+      if (layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest, layoutOf(stamp));
       return {
         relation: table,
         ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
+        ...(attachment ? { layout: layoutOf(stamp) } : {}),
         organization,
         // An organization the snapshot does not hold has no rows: key 0 is no organization's (keys start at 1).
         organizationKey: manifest.organizationKeys ? (manifest.organizationKeys[organization] ?? 0) : undefined,
@@ -224,9 +229,9 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
  * the base where it holds it): pages find rows by their position column, and sort what they read; a large
  * organization's page then fetches its rows by position from the layers' tables as they are.
  */
-function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest): CompileTarget {
+function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest, layout: string): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
-  const common = { organization, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
+  const common = { organization, layout, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
   const quoted = (a: Attachment) => `"${a.alias}"`;
   const inWhole = layers.whole !== null && layers.wholeHolds.has(organization);
   const inMajor = layers.major !== null && layers.majorHolds.has(organization);
