@@ -190,7 +190,7 @@ async function exportFile(task: ExportTask): Promise<ExportResult> {
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
     // Stored lines are quoted already, and an NDJSON line is JSON: QUOTE '' and ESCAPE '' write each as it is,
     // with its line feed. Parquet is written by DuckDB's own writer, row groups in order, its footer last.
-    const options = task.format === 'parquet' ? 'FORMAT parquet, COMPRESSION zstd'
+    const options = task.format === 'parquet' ? 'FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1'
       : `FORMAT csv, HEADER false, ${task.lines || task.format === 'ndjson' ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *'}`;
     const copy = `COPY (${task.query.sql}) TO ${target} (${options}, USE_TMP_FILE false)`;
     const result = await connection.run(copy, task.query.params as DuckDBValue[]);
