@@ -403,6 +403,22 @@ describe('the explorer page in a real browser', function () {
       expect(await page.locator('#status').innerText()).to.contain(`Downloaded ${download.suggestedFilename()}`);
     });
 
+    it('downloads the same query as NDJSON and as Parquet: the bytes the API exports', async () => {
+      const path = (format: string) => `/export/${format}?${qs([['type', 'workspaces'], ...FILTER, ['fields', FIELDS.join(',')], ['sort', 'checks_failed,workspace_name']])}`;
+      for (const format of ['ndjson', 'parquet']) {
+        await page.selectOption('#download-format', format);
+        const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+        expect(download.suggestedFilename()).to.match(new RegExp(`^acme-corp-workspaces-\\d{8}T\\d{6}Z\\.${format}$`));
+        const saved = readFileSync((await download.path())!);
+        const api = Buffer.from(await (await h.explorer(path(format))).arrayBuffer());
+        expect(saved.equals(api), `${format}: ${saved.length} bytes downloaded, ${api.length} from the API`).to.equal(true);
+        if (format === 'ndjson') expect(saved.toString('utf8').split('\n')).to.have.length(5); // 4 rows, final newline
+        else expect([saved.subarray(0, 4).toString(), saved.subarray(-4).toString()]).to.deep.equal(['PAR1', 'PAR1']);
+        expect(await page.locator('#status').innerText()).to.contain(`Downloaded ${download.suggestedFilename()}`);
+      }
+      await page.selectOption('#download-format', 'csv');
+    });
+
     it('says a rejected token is invalid or expired and puts the focus on it', async () => {
       await page.fill('#token', 'at-AAAAAAAAAAAAAAAA.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB');
       await page.click('#run');

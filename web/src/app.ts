@@ -56,6 +56,7 @@ const el = {
   table: byId<HTMLTableElement>('results-table'),
   caption: byId('results-caption'),
   download: byId<HTMLButtonElement>('download'),
+  downloadFormat: byId<HTMLSelectElement>('download-format'),
   copyLink: byId<HTMLButtonElement>('copy-link'),
   first: byId<HTMLButtonElement>('page-first'),
   prev: byId<HTMLButtonElement>('page-prev'),
@@ -510,20 +511,27 @@ function sortBy(field: string, additive: boolean): void {
   void runQuery({ push: true });
 }
 
-// ---------- CSV ----------
+// ---------- exports ----------
 
-/** The query's CSV, or another export of the API (`path`, such as the changes'), saved by the browser. */
+const FORMAT_NAMES: Record<string, string> = { csv: 'CSV', parquet: 'Parquet file', ndjson: 'NDJSON' };
+
+/**
+ * The query's export in the chosen format (CSV, Parquet or NDJSON), or another CSV export of the API
+ * (`path`, such as the changes'), saved by the browser.
+ */
 async function downloadCsv(path?: string, button = el.download): Promise<void> {
   if (!ready()) return;
   const org = organization();
   const q = shown && shown.organization === org ? shown.query : query;
+  const format = path === undefined ? el.downloadFormat.value : 'csv';
+  const what = FORMAT_NAMES[format] ?? 'CSV';
   button.disabled = true;
   button.setAttribute('aria-busy', 'true');
-  say('Preparing the CSV…');
+  say(`Preparing the ${what}…`);
   try {
     const params = Q.encodePairs(Q.apiParams(catalog, q, 'none'));
-    const res = await api.request(path ?? `${organizationPath(org)}explorer/export/csv?${params}`);
-    const name = filenameOf(res.headers.get('Content-Disposition')) ?? `${org}-${q.type}.csv`;
+    const res = await api.request(path ?? `${organizationPath(org)}explorer/export/${format}?${params}`);
+    const name = filenameOf(res.headers.get('Content-Disposition')) ?? `${org}-${q.type}.${format}`;
     const chunks: Uint8Array[] = [];
     let bytes = 0;
     let lastReport = performance.now();
@@ -535,10 +543,10 @@ async function downloadCsv(path?: string, button = el.download): Promise<void> {
       bytes += value.byteLength;
       if (performance.now() - lastReport > 500) {
         lastReport = performance.now();
-        say(`Downloading the CSV… ${formatBytes(bytes)}`);
+        say(`Downloading the ${what}… ${formatBytes(bytes)}`);
       }
     }
-    const url = URL.createObjectURL(new Blob(chunks as BlobPart[], { type: 'text/csv;charset=utf-8' }));
+    const url = URL.createObjectURL(new Blob(chunks as BlobPart[], { type: res.headers.get('Content-Type') ?? 'application/octet-stream' }));
     const link = h('a', { href: url, download: name, hidden: true });
     document.body.append(link);
     link.click();

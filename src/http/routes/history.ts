@@ -33,7 +33,7 @@ export interface HistoryQuery {
 }
 
 /** The parameters that pick the snapshots of a change set, as received: links carry them. */
-export const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
+const CHANGE_PARAMETERS = ['from', 'to', 'from_as_of', 'to_as_of'];
 
 /** The query of `/explorer/...` history routes: the same parameters as a query's. */
 function queryOf(deps: ExplorerDeps, params: Map<string, string>): HistoryQuery {
