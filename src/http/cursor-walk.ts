@@ -46,9 +46,9 @@ const routeOf = (ctx: Ctx) => {
 
 /**
  * Reads page[after] against the walk it must belong to: the organization, the route and `scopeParts` (what
- * the query is), `terms`
- * (the sort's, in order) and, with `position`, a row position and its layout after them. From the start, the walk reads the request's snapshots; after a cursor, the ones it
- * names, which must still be retained. Returns them, held for the request, or null from the start.
+ * the query is); its values must be `terms`' (the sort's, in order), with `position` optionally followed by
+ * a row position and its layout. From the start, the walk reads the request's snapshots; after a cursor,
+ * the ones it names, which must still be retained. Returns them, held for the request, or null from the start.
  */
 export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[], position = false)
   : Promise<{ scope: string; after: (string | null)[]; snapshots: Snapshot[] | null }> {
