@@ -274,8 +274,8 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'parquet', 'ndjso
 /**
  * A value as a typed export writes it: the JSON answer's value, typed (docs/data-out.md). Parquet: numbers
  * BIGINT (exact); a datetime the instant to the millisecond as TIMESTAMP WITH TIME ZONE (timezone('UTC', …)
- * reads the stored UTC wall time whatever the connection's TimeZone); the rest as stored. NDJSON: the value's JSON
- * text, `null` for null; a datetime the JSON answer's text.
+ * reads the stored UTC wall time whatever the connection's TimeZone); the rest as stored. NDJSON: the
+ * value's JSON text, `null` for null; a datetime the JSON answer's text.
  */
 export function typedValueSql(type: Field['type'] | 'list', format: Exclude<ExportFormat, 'csv'>, column: string): string {
   const typed = type === 'number' ? `CAST(${column} AS BIGINT)` : column;
