@@ -12,7 +12,10 @@ import type { Logger } from './log.js';
 import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/read/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
-import { connectRedis } from './redis.js';
+import { connectRedis, whenReady } from './redis.js';
+
+/** How long a starting server waits for its Redis connection before it listens anyway. */
+const REDIS_START_WAIT_MS = 3000;
 
 export interface RunningServer {
   url: string;
@@ -27,6 +30,10 @@ export interface RunningServer {
 
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const redis = redisConfigured(config) ? connectRedis(config, logger) : undefined;
+  // Commands fail at once until the connection is ready (no offline queue): an instance that listened
+  // before then answered its first requests 503 (token checks) and let them past the rate limit uncounted.
+  // Redis down does not stop the start: the service serves without it, degraded.
+  if (redis) await whenReady(redis, REDIS_START_WAIT_MS).catch((e: Error) => logger.log('warn', 'starting before Redis is ready', { error: e.message }));
   const store = await openStateStore(config, redis, logger);
   const snapshots = new SnapshotRegistry(config.dataDir, config.snapshotPollMs, logger, { keep: config.snapshotKeep, keepDays: config.snapshotKeepDays });
   await snapshots.start();
