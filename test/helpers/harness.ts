@@ -106,3 +106,14 @@ export async function json(res: Response): Promise<any> {
     throw new Error(`not JSON (status ${res.status}): ${text.slice(0, 300)}`);
   }
 }
+
+/** Creates a saved view of acme-corp (the flat body layout) and returns its id; anything but a 201 fails the test. */
+export async function createSavedView(h: Harness, name: string, queryType: string, query: unknown): Promise<string> {
+  const res = await h.request(`/api/v2/organizations/${ORG}/explorer/views`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ data: { name, query_type: queryType, query } }),
+  });
+  const body = await json(res);
+  if (res.status !== 201) throw new Error(`creating saved view ${name}: ${res.status} ${JSON.stringify(body)}`);
+  return body.data.id;
+}

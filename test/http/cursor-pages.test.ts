@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import * as fx from '../fixtures/small-source.js';
 import { CONTRACT } from '../helpers/contract-fields.js';
-import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
+import { clientQuery, createSavedView, json, startHarness, type Harness } from '../helpers/harness.js';
 import { currentSnapshot, DAY1, DAY2, DAY3, writeDay } from '../helpers/history-days.js';
 import { waitFor } from '../helpers/wait.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
@@ -97,13 +97,8 @@ describe('cursor pages', function () {
   before(async () => {
     h = await startHarness({ writeSource: (d) => writeDay(d, DAY1) });
     day1 = await currentSnapshot(h);
-    const created = await h.request(`${BASE}/views`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ data: { name: 'walked', query_type: 'resources', query: {
-        sort: ['provider_type', '-source_updated_at'], filter: [{ field: 'address', operator: 'does not contain', value: ['zzz'] }] } } }),
-    });
-    viewId = (await json(created)).data.id;
-    expect(created.status).to.equal(201);
+    viewId = await createSavedView(h, 'walked', 'resources', {
+      sort: ['provider_type', '-source_updated_at'], filter: [{ field: 'address', operator: 'does not contain', value: ['zzz'] }] });
   });
   after(async () => { await h.close(); });
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as fx from '../fixtures/small-source.js';
 import { CONTRACT } from '../helpers/contract-fields.js';
-import { clientQuery, json, startHarness, type Harness } from '../helpers/harness.js';
+import { clientQuery, createSavedView, json, startHarness, type Harness } from '../helpers/harness.js';
 import { DAY1, loadDays, writeDay } from '../helpers/history-days.js';
 
 const VIEWS = Object.keys(CONTRACT);
@@ -68,14 +68,9 @@ describe('Parquet and NDJSON exports', function () {
   before(async () => {
     h = await startHarness({ writeSource: (d) => writeDay(d, DAY1) });
     ids = await loadDays(h);
-    const created = await h.request(`${base}/views`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ data: { name: 'paid', query_type: 'workspaces', query: {
-        fields: ['workspace_name', 'drifted', 'workspace_updated_at', 'resource_count', 'tags'], sort: ['-workspace_updated_at'],
-        filter: [{ field: 'workspace_name', operator: 'does not contain', value: ['zzz'] }] } } }),
-    });
-    viewId = (await json(created)).data.id;
-    expect(created.status).to.equal(201);
+    viewId = await createSavedView(h, 'paid', 'workspaces', {
+      fields: ['workspace_name', 'drifted', 'workspace_updated_at', 'resource_count', 'tags'], sort: ['-workspace_updated_at'],
+      filter: [{ field: 'workspace_name', operator: 'does not contain', value: ['zzz'] }] });
     dir = mkdtempSync(join(tmpdir(), 'explorer-parquet-'));
     db = await DuckDBInstance.create(':memory:');
     duck = await db.connect();
