@@ -25,6 +25,18 @@ export class UpstreamRefusedError extends Error {
 /** The upstream has no such view (a 400 naming `type`, or a 404 while other views answered). */
 export class ViewMissingError extends Error {}
 
+/** The upstream no longer keeps the snapshot a run's reads are pinned to (a 400 naming `snapshot`). */
+export class PinnedSnapshotGoneError extends Error {}
+
+/**
+ * The upstream snapshot one run's reads are all made at. An upstream that is this service names the snapshot
+ * that answered (`X-Explorer-Snapshot`); every later request of the run asks for that one (`snapshot=`), so
+ * that a switch upstream between two views (or two pages) never mixes an older view with a newer one: that
+ * would apply a change half, and the next run the other half. Undefined until the first answer; null when it
+ * named none (an upstream that keeps no snapshots: each view is read as it stands).
+ */
+export interface Pin { snapshot?: string | null }
+
 export interface ReadOptions {
   upstream: Upstream;
   token: string;
@@ -39,6 +51,8 @@ export interface ReadOptions {
   /** Stops every wait and request (SIGTERM). */
   signal?: AbortSignal;
   log?: (line: string) => void;
+  /** Shared by every read of one run (above). */
+  pin?: Pin;
 }
 
 /** At most `n` tasks at once, the rest in order of arrival. */
@@ -110,7 +124,21 @@ export async function readViewCsv(organization: string, view: SyncedView, file: 
 }
 
 const viewUrl = (opts: ReadOptions, organization: string, path: string, query: string) =>
-  `${opts.upstream.base}/api/v2/organizations/${encodeURIComponent(organization)}/explorer${path}?${query}`;
+  `${opts.upstream.base}/api/v2/organizations/${encodeURIComponent(organization)}/explorer${path}?${query}`
+  + (opts.pin?.snapshot ? `&snapshot=${encodeURIComponent(opts.pin.snapshot)}` : '');
+
+/** The run's reads pinned to the snapshot that answered, once an answer was taken whole (the first one). */
+const pinTo = (opts: ReadOptions, res: Response) => {
+  if (opts.pin && opts.pin.snapshot === undefined) opts.pin.snapshot = res.headers.get('x-explorer-snapshot');
+};
+
+/** A 400 whose JSON:API error names the parameter `snapshot`: the pinned snapshot is no longer kept. */
+async function namesSnapshot(res: Response): Promise<boolean> {
+  try {
+    const body = await res.json() as { errors?: { source?: { parameter?: string } }[] };
+    return body.errors?.some((e) => e.source?.parameter === 'snapshot') ?? false;
+  } catch { return false; }
+}
 
 /**
  * One request, with a watch that fails it when nothing arrives for `idleMs` (`touch` rearms it as the body
@@ -144,6 +172,10 @@ async function send(url: string, accept: string, organization: string, view: Syn
   const refused = async (error: Error) => { done(); await res.body?.cancel().catch(() => undefined); return error; };
   if (res.status === 429) throw await refused(new RateLimited(retryAfterMs(res.headers)));
   if (res.status >= 500) throw await refused(new Retryable(`the upstream answered ${res.status}`));
+  if (res.status === 400 && url.includes('&snapshot=') && await namesSnapshot(res)) {
+    done();
+    throw new PinnedSnapshotGoneError(`the upstream no longer keeps snapshot ${opts.pin!.snapshot}`);
+  }
   if (res.status === 404 && view === 'resources') throw await refused(new ViewMissingError(`the upstream has no ${view} view`));
   if (res.status === 401 || res.status === 403 || res.status === 404) throw await refused(new UpstreamRefusedError(res.status, organization));
   if (res.status === 400 && view === 'resources') throw await refused(new ViewMissingError(`the upstream has no ${view} view`));
@@ -170,6 +202,7 @@ async function exportOnce(organization: string, view: SyncedView, file: string, 
     throw new Retryable(`the transfer ended at ${size} of ${length} bytes`);
   }
   await rename(partial, file);
+  pinTo(opts, res);
   return size;
 }
 
@@ -240,6 +273,7 @@ async function pageOnce(organization: string, view: SyncedView, number: number, 
     throw new Retryable('the page is not whole JSON');
   }
   if (!Array.isArray(body.data)) throw new Error(`${view} of ${organization}, page ${number}: the upstream's page has no data`);
+  pinTo(opts, res);
   const next = body.meta?.pagination?.['next-page'] ?? null;
   if (next !== null && next !== number + 1) throw new Error(`${view} of ${organization}, page ${number}: the upstream's next page is ${next}`);
   return { rows: body.data.map((row) => row.attributes ?? {}), next, bytes };

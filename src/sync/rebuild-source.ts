@@ -5,13 +5,14 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { catalogFor } from '../catalog/catalog.js';
 import { csvText, ident } from '../query/compile.js';
-import { mergedViewRows } from '../snapshots/delta-layout.js';
+import { catalogFor, workspaceColumn } from '../catalog/catalog.js';
+import { mergedGroupedRows, mergedViewRows } from '../snapshots/delta-layout.js';
 import { sqlLiteral } from '../snapshots/write/staging.js';
+import type { SyncedView } from './read-views.js';
 
 /** The view files of one organization, as read from the upstream (resources as the mirror holds them when it has no such view). */
-export interface ViewFiles { workspaces: string; providers: string; modules: string; resources: string }
+export type ViewFiles = Record<SyncedView, string>;
 
 /** The first line of a CSV file: its header, the fields' names. */
 function headerOf(file: string): string[] {
@@ -114,19 +115,19 @@ export async function writeRebuilt(db: DuckDBConnection, dir: string, chosen: st
 }
 
 /**
- * The resources a snapshot holds of one organization (`layers` attached, its key from the manifest; none
- * when it holds none), written to `file` as this service's resources export writes them: what a sync reads
- * in place of an upstream that has no resources view, so that they stay as they are.
+ * The rows a snapshot holds of one organization in `view` (`layers` attached, its key from the manifest; none
+ * when it holds none), written to `file` as this service's CSV export writes them: what a sync reads in place
+ * of an upstream that has no resources view, and what it compares the upstream's views with when no kept
+ * digests describe the snapshot (sync-organization.ts).
  */
-export async function writeHeldResources(db: DuckDBConnection, layers: readonly string[], organizationKey: number | undefined, file: string): Promise<void> {
-  const fields = catalogFor().view('resources')!.fields;
-  if (layers.length === 0) {
+export async function writeHeldView(db: DuckDBConnection, layers: readonly string[], view: SyncedView, organizationKey: number | undefined, file: string): Promise<void> {
+  const fields = catalogFor().view(view)!.fields;
+  if (layers.length === 0 || organizationKey === undefined) {
     writeFileSync(file, `${fields.map((f) => `"${f.name}"`).join(',')}\n`);
     return;
   }
-  const rows = organizationKey === undefined
-    ? `(SELECT * FROM ${layers[0]}.${ident('resources')} WHERE false)`
-    : `(SELECT * FROM ${mergedViewRows(layers, 'resources', organizationKey)} t WHERE t."_org_key" = ${Math.trunc(organizationKey)})`;
-  await db.run(`COPY (SELECT ${fields.map((f) => `${csvText(f)} AS ${ident(f.name)}`).join(', ')} FROM ${rows} r)
+  const key = Math.trunc(organizationKey);
+  const rows = workspaceColumn(view) ? mergedViewRows(layers, view, key) : mergedGroupedRows(layers, view);
+  await db.run(`COPY (SELECT ${fields.map((f) => `${csvText(f)} AS ${ident(f.name)}`).join(', ')} FROM ${rows} r WHERE r."_org_key" = ${key})
     TO ${sqlLiteral(file)} (FORMAT CSV, HEADER, FORCE_QUOTE *)`);
 }

@@ -8,9 +8,10 @@ import type { AddressInfo } from 'node:net';
 /**
  * `429` (Retry-After: 1), `503`, `401`, `400` (a JSON:API error naming `type`, as an upstream without that
  * view answers), `cut` (half the body, then the connection closed), `stall` (the headers, then nothing),
- * `slow` (the whole answer, a second and a half late).
+ * `slow` (the whole answer, a second and a half late), `gone` (a 400 naming `snapshot`, as this service answers
+ * for a snapshot it no longer keeps).
  */
-export type Fault = 'pass' | '429' | '503' | '401' | '400' | 'cut' | 'stall' | 'slow';
+export type Fault = 'pass' | '429' | '503' | '401' | '400' | 'cut' | 'stall' | 'slow' | 'gone';
 
 /** One request as the proxy saw it: when it came and when its answer was sent (ms since the epoch). */
 export interface Seen { path: string; fault: Fault; started: number; ended: number | null }
@@ -22,10 +23,15 @@ const REFUSALS: Partial<Record<Fault, { status: number; headers?: Record<string,
   '503': { status: 503, body: { errors: [{ status: '503', title: 'Unavailable' }] } },
   '401': { status: 401, body: { errors: [{ status: '401', title: 'Unauthorized' }] } },
   '400': { status: 400, body: { errors: [{ status: '400', title: 'Invalid type', source: { parameter: 'type' } }] } },
+  gone: { status: 400, body: { errors: [{ status: '400', title: 'Invalid snapshot', source: { parameter: 'snapshot' } }] } },
 };
 
-/** `tls`: a key and certificate to serve HTTPS with (the test's own CA signed them). */
-export async function startFaultProxy(target: string, fault: (n: number, path: string) => Fault, tls?: { key: string; cert: string }): Promise<FaultProxy> {
+/**
+ * `tls`: a key and certificate to serve HTTPS with (the test's own CA signed them). `before(n, path)`, when
+ * given, is awaited before a request is passed on: a test changes the server there, between two requests.
+ */
+export async function startFaultProxy(target: string, fault: (n: number, path: string) => Fault, tls?: { key: string; cert: string },
+  before?: (n: number, path: string) => Promise<void>): Promise<FaultProxy> {
   const seen = new Map<string, Fault[]>();
   const requests: Seen[] = [];
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -37,6 +43,7 @@ export async function startFaultProxy(target: string, fault: (n: number, path: s
     requests.push(request);
     res.once('finish', () => { request.ended = Date.now(); });
     if (f === 'slow') await new Promise((r) => setTimeout(r, 1500));
+    await before?.(faults.length + 1, path);
     const refusal = REFUSALS[f];
     if (refusal) {
       res.writeHead(refusal.status, { 'Content-Type': 'application/vnd.api+json', ...refusal.headers });
