@@ -7,12 +7,18 @@ import { BlockList, isIP } from 'node:net';
 /** Why a URL or an address is refused, in a sentence a client can act on. */
 export class DestinationRefusedError extends Error {}
 
-// Loopback, private, carrier-grade NAT, link-local (the cloud metadata address among them), multicast,
-// unspecified and reserved ranges. BlockList also judges IPv4-mapped IPv6 (::ffff:a.b.c.d) by its IPv4 rules.
+// Every range of IANA's special-purpose address registries that is not globally reachable, beside multicast:
+// this host and the unspecified address, private, carrier-grade NAT (shared), loopback, link-local (the cloud
+// metadata address among them), IETF protocol assignments, documentation (TEST-NET-1 to 3, 2001:db8::/32,
+// 3fff::/20), benchmarking (198.18.0.0/15, 2001:2::/48 inside 2001::/23), reserved (240.0.0.0/4 and the
+// broadcast address), discard-only, unique-local, SRv6 SIDs, and the translation and 6to4 prefixes, whose
+// addresses stand for IPv4 ones. BlockList also judges IPv4-mapped IPv6 (::ffff:a.b.c.d) by its IPv4 rules.
 const REFUSED = new BlockList();
 for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) REFUSED.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2002::', 16]] as const) {
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) REFUSED.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
+  ['2002::', 16], ['3fff::', 20], ['5f00::', 16], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
   REFUSED.addSubnet(net, bits, 'ipv6');
 }
 
@@ -87,6 +93,6 @@ export async function checkDestination(url: URL, policy: DestinationPolicy): Pro
   });
   const refused = addresses.find(refusedAddress);
   if (refused !== undefined) {
-    throw new DestinationRefusedError(`url's host ${url.hostname}${refused === url.hostname || refused === address ? '' : ` resolves to ${refused}, which`} is a loopback, private, link-local, multicast or unspecified address.`);
+    throw new DestinationRefusedError(`url's host ${url.hostname}${refused === url.hostname || refused === address ? '' : ` resolves to ${refused}, which`} is not a globally reachable address (loopback, private, link-local, documentation, benchmarking, reserved, multicast or unspecified).`);
   }
 }

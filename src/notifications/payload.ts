@@ -29,16 +29,12 @@ export interface NotificationFacts {
   notifications: NotificationItem[];
 }
 
-/** The page's link that opens the saved view's query (the page reads its query from the fragment). */
+/**
+ * The page's link that opens the saved view by its id (`view=`): the page reads the view as it is saved when
+ * the link is followed, so an edit made since is what it shows, with the view's notifications panel.
+ */
 export function viewPageUrl(publicUrl: string, view: SavedView): string {
-  const pairs: [string, string][] = [['org', view.organization], ['type', view.queryType]];
-  view.query.filter.forEach((f, i) => {
-    if (f.value.length === 0) pairs.push([`filter[${i}][${f.field}][${f.operator}]`, '']);
-    f.value.forEach((v, j) => pairs.push([`filter[${i}][${f.field}][${f.operator}][${j}]`, v]));
-  });
-  if (view.query.sort?.length) pairs.push(['sort', view.query.sort.join(',')]);
-  if (view.query.fields?.length) pairs.push([`fields[${view.queryType}]`, view.query.fields.join(',')]);
-  return `${publicUrl}/explorer#${pairs.map(([k, v]) => `${encodeStrict(k)}=${encodeStrict(v)}`).join('&')}`;
+  return `${publicUrl}/explorer#org=${encodeStrict(view.organization)}&view=${encodeStrict(view.id)}`;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;

@@ -284,7 +284,7 @@ function notificationSpecs(viewPath: string): OperationSpec[] {
       method: 'post', path: list, operationId: 'createNotificationConfiguration', tag, organization: true,
       summary: 'Create a notification configuration',
       description: 'The url must be https (plain http only to a host in `NOTIFY_ALLOW_HOSTS`), carry no credentials, and neither be nor resolve to a '
-        + 'loopback, private, link-local, multicast or unspecified address; a numeric host is accepted only as a dotted quad or IPv6. A 422 names the attribute.',
+        + 'address that is not globally reachable (loopback, private, link-local, documentation, benchmarking, reserved, multicast or unspecified: IANA\'s special-purpose registries); a numeric host is accepted only as a dotted quad or IPv6. A 422 names the attribute.',
       parameters: ['view_id'],
       requestBody: body,
       responses: document('The created configuration.', '201'),

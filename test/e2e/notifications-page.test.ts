@@ -1,10 +1,11 @@
 // The Notifications panel of the explorer page, end to end: Debian's chromium driven by playwright-core against
 // a real server and a real receiver on loopback. Opening a saved view shows its panel; a notification created
 // there is what the API holds, and so is an edit; Verify reaches the receiver, signed, and the panel shows
-// the delivery.
+// the delivery. A notification's link opens the saved view as it is saved now, with its panel.
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { viewPageUrl } from '../../src/notifications/payload.js';
 import { ORG } from '../fixtures/small-source.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
@@ -106,5 +107,36 @@ describe('the Notifications panel of the explorer page', function () {
     await page.waitForSelector('#notify-list li.disabled .notify-enable');
     await page.click('#notify-list li .notify-delete');
     await page.waitForSelector('#notify-empty:not([hidden])');
+  });
+
+  it('opens the saved view a notification links to, as edited since, with its name and notifications panel', async () => {
+    const path = `/api/v2/organizations/${ORG}/explorer/views/${view}`;
+    const saved = (await json(await h.request(path))).data;
+    const link = viewPageUrl(h.url, { id: view, organization: ORG } as Parameters<typeof viewPageUrl>[1]);
+    expect(link).to.equal(`${h.url}/explorer#org=${ORG}&view=${view}`);
+    // Edited after the notification was made: the link opens what is saved now.
+    const edited = await h.request(path, { method: 'PATCH', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ data: { name: 'not drifted', query: { filter: [{ drifted: { is: ['false'] } }], sort: ['-workspace_name'] } } }) });
+    expect(edited.status).to.equal(200);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addInitScript(`sessionStorage.setItem('explorer.token', ${JSON.stringify(h.tokens.org)})`);
+    const fresh = await context.newPage();
+    fresh.on('pageerror', (e) => problems.push(e.message));
+    try {
+      await fresh.goto(link);
+      await fresh.waitForSelector('#notifications:not([hidden]) #notify-form');
+      await fresh.waitForSelector(`#saved-list li.current[data-id="${view}"]`);
+      expect(await fresh.textContent('#status')).to.contain('Saved view “not drifted”');
+      expect(await fresh.textContent('#notifications-heading')).to.equal('Notifications');
+      // The query shown is the edited one, and the address names the view while it is shown as saved.
+      const hash = decodeURIComponent(new URL(fresh.url()).hash);
+      expect(hash).to.contain(`view=${view}`).and.to.contain('[drifted][is][0]=false').and.to.contain('sort=-workspace_name');
+      expect(saved.attributes.name).to.equal('drifted');
+      // An edit on the page: the address holds the query alone.
+      await fresh.click('th button[data-field=workspace_terraform_version]');
+      await until(() => !decodeURIComponent(fresh.url()).includes(`view=${view}`), 'an address without the view once the query differs');
+    } finally {
+      await context.close();
+    }
   });
 });

@@ -70,6 +70,7 @@ describe('notification configurations of a saved view', function () {
   it('refuses every url that leads where notifications must not go, naming url', async () => {
     for (const url of ['https://localhost/', 'https://127.0.0.2/', 'https://[::1]/', 'https://[::ffff:127.0.0.1]/', 'https://2130706433/', 'https://0x7f.1/',
       'https://0177.0.0.1/', 'http://2130706433:9/', 'https://10.1.2.3/', 'https://169.254.169.254/', 'https://[fe80::1]/', 'https://0.0.0.0/',
+      'http://192.0.2.10/', 'https://192.0.2.10/', 'https://198.18.0.1/', 'https://240.0.0.1/', 'https://[2001:db8::1]/', 'https://[3fff::1]/',
       'https://user:pw@93.184.216.34/', 'ftp://93.184.216.34/', 'http://93.184.216.34/', 'not a url']) {
       const r = await create({ url });
       expect(r.status, url).to.equal(422);

@@ -28,12 +28,15 @@ const refusal = async (text: string): Promise<string | null> => {
 };
 
 describe('notification destinations', () => {
-  it('refuses loopback, private, link-local, multicast and unspecified addresses, in IPv4, IPv6 and IPv4-mapped forms', () => {
-    for (const a of ['127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '100.64.0.1', '169.254.169.254',
+  it('refuses every address that is not globally reachable (IANA special-purpose registries) and multicast, in IPv4, IPv6 and IPv4-mapped forms', () => {
+    for (const a of ['192.0.2.10', '198.51.100.7', '203.0.113.200', '198.18.0.1', '198.19.255.254', '240.0.0.1', '250.1.2.3', '192.0.0.8', '192.88.99.1',
+      '::ffff:192.0.2.10', '2001:db8::1', '2001:db8:ffff::1', '3fff::1', '3fff:fff:ffff::1', '2001:2::1', '2001:10::1', '100::1', '64:ff9b:1::1', '5f00::1',
+      '127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '100.64.0.1', '169.254.169.254',
       '224.0.0.1', '0.0.0.0', '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1']) {
       expect(refusedAddress(a), a).to.equal(true);
     }
-    for (const a of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) {
+    for (const a of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '192.0.3.1', '198.20.0.1', '203.0.114.1', '223.255.255.255',
+      '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8', '2001:db9::1', '2001:200::1', '4000::1']) {
       expect(refusedAddress(a), a).to.equal(false);
     }
   });

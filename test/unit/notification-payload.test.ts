@@ -27,9 +27,9 @@ describe('notification payloads', () => {
     expect(body.notifications[0].changes_url).to.equal('https://explorer.example.com/api/v2/organizations/acme-corp/explorer/views/sq-0000000000000001/changes?from=s1&to=s2');
   });
 
-  it('links the page to the saved query, filters, sort and fields included', () => {
-    expect(viewPageUrl('https://x.example', view)).to.equal('https://x.example/explorer#org=acme-corp&type=providers'
-      + '&filter%5B0%5D%5Bname%5D%5Bis%5D%5B0%5D=aws&filter%5B1%5D%5Bversion%5D%5Bis_empty%5D=&sort=-workspace_count&fields%5Bproviders%5D=name%2Cversion');
+  it('links the page to the saved view by its id, not to the query it held when the notification was made', () => {
+    expect(viewPageUrl('https://x.example', view)).to.equal(`https://x.example/explorer#org=acme-corp&view=${view.id}`);
+    expect(viewPageUrl('https://x.example', { ...view, query: { ...view.query, filter: [] } })).to.equal(viewPageUrl('https://x.example', view));
   });
 
   it('posts Slack a Block Kit message and Teams an Adaptive Card with the same sentences and link', () => {

@@ -349,11 +349,18 @@ function updateFieldsCount(): void {
 // ---------- running a query ----------
 
 function writeUrl(push: boolean): void {
-  const hash = `#${Q.linkOf(catalog, organization(), query)}`;
+  const hash = `#${Q.linkOf(catalog, organization(), query, showsSaved() ? openSaved!.id : null)}`;
   if (location.hash === hash) return;
   lastHash = hash;
   if (push) history.pushState(null, '', hash);
   else history.replaceState(null, '', hash);
+}
+
+/** The open saved view's query is the one shown, unedited: the page's address then names the view (`view=`). */
+function showsSaved(): boolean {
+  if (openSaved === null) return false;
+  const saved = { ...Q.queryOfSaved(catalog, openSaved, query.size), page: query.page, ...(query.snapshot ? { snapshot: query.snapshot } : {}) };
+  return Q.linkOf(catalog, organization(), saved) === Q.linkOf(catalog, organization(), query);
 }
 
 /** Checks what the API cannot judge for us; returns false after pointing at the problem. */
@@ -635,7 +642,7 @@ function savedItem(v: Q.SavedViewResource): HTMLLIElement {
     h('span', { class: 'saved-name' }, name),
     h('span', { class: 'badge' }, v.attributes['query-type']),
     h('span', { class: 'inline' },
-      h('button', { type: 'button', class: 'small open-button', 'aria-label': `Open “${name}”`, onclick: () => { void openSavedView(v); } }, 'Open'),
+      h('button', { type: 'button', class: 'small open-button', 'aria-label': `Open “${name}”`, onclick: () => { void openSavedView(v.id); } }, 'Open'),
       h('button', { type: 'button', class: 'small rename-button', 'aria-label': `Rename “${name}”`, onclick: () => { editing = { id: v.id, mode: 'rename' }; renderSaved(`li[data-id="${v.id}"] .rename input`); } }, 'Rename'),
       h('button', { type: 'button', class: 'small delete-button', 'aria-label': `Delete “${name}”`, onclick: () => { editing = { id: v.id, mode: 'delete' }; renderSaved(`li[data-id="${v.id}"] .confirm-delete`); } }, 'Delete')),
   );
@@ -648,11 +655,12 @@ function savedItem(v: Q.SavedViewResource): HTMLLIElement {
   return li;
 }
 
-async function openSavedView(v: Q.SavedViewResource): Promise<void> {
+/** Opens a saved view by its id, as it is saved now (a link with `view=`, or its Open button). */
+async function openSavedView(id: string, push = true): Promise<void> {
   if (!ready()) return;
   try {
     const org = listedOrganization();
-    const { body } = await api.json<{ data: Q.SavedViewResource }>(`${viewsPath(org)}/${encodeURIComponent(v.id)}`);
+    const { body } = await api.json<{ data: Q.SavedViewResource }>(`${viewsPath(org)}/${encodeURIComponent(id)}`);
     el.org.value = org;
     openSaved = body.data;
     editing = null;
@@ -660,7 +668,7 @@ async function openSavedView(v: Q.SavedViewResource): Promise<void> {
     el.saveName.value = '';
     renderQueryControls();
     renderSaved();
-    await runQuery({ push: true, action: 'open' });
+    await runQuery({ push, action: 'open' });
   } catch (e) {
     explain(e, 'open');
   }
@@ -739,7 +747,8 @@ async function deleteSaved(v: Q.SavedViewResource): Promise<void> {
 
 // ---------- wiring ----------
 
-function applyLink(text: string): void {
+/** Shows what a link holds; returns the saved view it names, which the caller opens once the page can ask for it. */
+function applyLink(text: string): string | null {
   const parsed = Q.parseLink(catalog, text);
   query = parsed.query;
   if (parsed.organization !== null) el.org.value = parsed.organization;
@@ -747,6 +756,7 @@ function applyLink(text: string): void {
   renderQueryControls();
   renderSaved();
   if (parsed.dropped.length > 0) say(`This link held what this page does not know and left out: ${parsed.dropped.join('; ')}.`);
+  return parsed.savedView;
 }
 
 function wire(): void {
@@ -842,8 +852,8 @@ function wire(): void {
   const onNavigate = () => {
     if (location.hash === lastHash) return;
     lastHash = location.hash;
-    applyLink(location.hash);
-    if (tokenValue() !== '' && organization() !== '') void runQuery({ push: false });
+    const saved = applyLink(location.hash);
+    if (tokenValue() !== '' && organization() !== '') void (saved !== null ? openSavedView(saved, false) : runQuery({ push: false }));
   };
   window.addEventListener('popstate', onNavigate);
   window.addEventListener('hashchange', onNavigate);
@@ -863,14 +873,14 @@ async function start(): Promise<void> {
   el.org.value = localStorage.getItem(ORG_KEY) ?? '';
   query = Q.emptyQuery(catalog);
   lastHash = location.hash;
-  if (location.hash.length > 1) applyLink(location.hash);
-  else renderQueryControls();
+  const saved = location.hash.length > 1 ? applyLink(location.hash) : null;
+  if (location.hash.length <= 1) renderQueryControls();
   renderPager();
   renderSaved();
   wire();
   document.documentElement.dataset.ready = 'true';
   if (tokenValue() !== '' && organization() !== '') {
-    await runQuery({ push: false });
+    await (saved !== null ? openSavedView(saved, false) : runQuery({ push: false }));
   } else {
     say(tokenValue() === '' ? 'Paste an API token to start.' : 'Enter the organization, then run the query.');
     focus(tokenValue() === '' ? el.token : el.org);

@@ -87,6 +87,8 @@ const canonical = (op: string) => (op === 'does_not_contain' ? 'does not contain
 
 export interface ParsedLink {
   organization: string | null;
+  /** A saved view's id (`view=`): the link opens that view as it is saved now, whatever else it holds. */
+  savedView: string | null;
   query: UiQuery;
   /** What the link held that this page cannot show (unknown fields or operators), for the status line. */
   dropped: string[];
@@ -136,6 +138,7 @@ export function parseLink(catalog: Catalog, text: string): ParsedLink {
   });
   return {
     organization: get('org') ?? null,
+    savedView: get('view') || null,
     query: {
       type: view.name,
       filters,
@@ -150,8 +153,8 @@ export function parseLink(catalog: Catalog, text: string): ParsedLink {
 }
 
 /** The page URL fragment for a query: the organization and the API's own parameters, never the token. */
-export function linkOf(catalog: Catalog, organization: string, q: UiQuery): string {
-  return encodePairs([['org', organization], ...apiParams(catalog, q, 'non-default')]);
+export function linkOf(catalog: Catalog, organization: string, q: UiQuery, savedView: string | null = null): string {
+  return encodePairs([['org', organization], ...(savedView === null ? [] : [['view', savedView] as [string, string]]), ...apiParams(catalog, q, 'non-default')]);
 }
 
 // ---- saved views (§2.7, §4.3) ----
