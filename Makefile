@@ -66,11 +66,12 @@ run: build
 	@echo "Notifications: saved views' notification configurations are sent by a notifier (its log: $(DATA_DIR)/notify.log)."; echo
 	@node dist/src/cli/main.js ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
 	node dist/src/cli/main.js notify >> $(DATA_DIR)/notify.log 2>&1 & notify=$$!; \
-	trap 'kill $$ingest $$notify 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
-	$(EXPLORER) serve
+	trap 'kill $$ingest $$notify 2>/dev/null' EXIT; \
+	UV_THREADPOOL_SIZE=$${UV_THREADPOOL_SIZE:-32} node dist/src/cli/main.js serve
 
-# (The follower and the notifier are started as node itself, not through npm, so that the trap's kill reaches
-# them when the server stops.)
+# (All three are started as node itself, not through npm: the trap's kill then reaches the follower and the
+# notifier when the server stops, and Ctrl-C ends the server's own way, with its last line and status 0, so
+# that make has no failure to report. npm exits 1 when its child is interrupted.)
 
 # HAProxy, Redis and curl from Debian's packages, for make cluster and its tests.
 cluster-deps:
