@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../config.js';
 import { Limiter, UpstreamRefusedError } from '../sync/read-views.js';
-import { syncOrganization, type SyncReport } from '../sync/sync-organization.js';
+import { SYNC_MEMORY_LIMIT, syncOrganization, type SyncReport } from '../sync/sync-organization.js';
 import { findToken, parseUpstream, SyncUsageError } from '../sync/upstream-endpoint.js';
 import { parseArgs, UsageError } from './args.js';
 import { writerOptions } from './writer-options.js';
@@ -48,6 +48,8 @@ export async function sync(argv: string[]): Promise<number> {
   if (!Number.isInteger(backoffMs) || backoffMs < 1) throw new UsageError('SYNC_BACKOFF_MS must be a whole number of milliseconds ≥ 1');
   const idleMs = Number(process.env.SYNC_IDLE_TIMEOUT_MS ?? 60_000);
   if (!Number.isInteger(idleMs) || idleMs < 1) throw new UsageError('SYNC_IDLE_TIMEOUT_MS must be a whole number of milliseconds ≥ 1');
+  const memoryLimit = process.env.SYNC_MEMORY_LIMIT || SYNC_MEMORY_LIMIT;
+  if (!/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(memoryLimit)) throw new UsageError(`SYNC_MEMORY_LIMIT must be a size such as 300MB or 1GB, not ${JSON.stringify(memoryLimit)}`);
   const stop = new AbortController();
   const onSignal = () => stop.abort(new Error('stopped'));
   process.once('SIGTERM', onSignal);
@@ -59,7 +61,7 @@ export async function sync(argv: string[]): Promise<number> {
       if (stop.signal.aborted) break;
       try {
         const report = await syncOrganization(organization, {
-          upstream: upstream!, token: credential!.token, limiter, writer: writerOptions(config), signal: stop.signal, backoffMs, idleMs,
+          upstream: upstream!, token: credential!.token, limiter, writer: writerOptions(config), memoryLimit, signal: stop.signal, backoffMs, idleMs,
           ...(label === undefined ? {} : { label }), log: (line) => console.error(line),
         });
         console.log(describe(report));

@@ -20,6 +20,11 @@ export interface SyncOptions {
   limiter: Limiter;
   /** The writers' options (data directory, retention, lock, memory). */
   writer: ApplyOptions & { keepFull?: number };
+  /**
+   * DuckDB's memory for a first sync's load (SYNC_MEMORY_LIMIT, default 300MB): a mirror is started on
+   * laptops and small VMs. A change batch keeps the writer's own limit, the rebuild its 400 MB.
+   */
+  memoryLimit?: string;
   label?: string;
   signal?: AbortSignal;
   retries?: number;
@@ -66,6 +71,17 @@ interface Previous {
   digests: string;
 }
 
+/** The sync's DuckDB memory when none is given (docs/sync.md §5: the lowest the largest organization's first load completes with). */
+export const SYNC_MEMORY_LIMIT = '300MB';
+
+/**
+ * The first sync's load, made to fit a small machine: DuckDB under the sync's limit on one thread (on two,
+ * the Parquet writer's buffers outgrow 300 MB), and the source validated before the build rather than
+ * beside it, so that the validating worker's heap is gone before DuckDB's peak. About 20 s slower than a
+ * load under LOAD_MEMORY_LIMIT for 100,000 workspaces, and a third of its peak.
+ */
+const firstLoadOptions = (opts: SyncOptions) => ({ memoryLimit: opts.memoryLimit ?? SYNC_MEMORY_LIMIT, threads: 1, validateFirst: true });
+
 const stateDir = (dataDir: string, organization: string) => join(dataDir, 'sync', 'organizations', organization);
 const baseOf = (m: Manifest) => m.base ?? m.id;
 const rowsOf = (m: Manifest, organization: string): Record<string, number> | null => (m.organizationRows
@@ -101,7 +117,7 @@ export async function syncOrganization(organization: string, opts: SyncOptions):
       // Only into a data directory that is still empty: another writer (a sync of another organization
       // beside this one) may have made a snapshot current meanwhile, which a load would replace whole. Then
       // this one is planned again against that snapshot, as a batch.
-      made = await loadSnapshot(batch, { ...opts.writer, label, onlyIfEmpty: true }).then((r) => r.manifest, async (e: Error) => {
+      made = await loadSnapshot(batch, { ...opts.writer, label, onlyIfEmpty: true, ...firstLoadOptions(opts) }).then((r) => r.manifest, async (e: Error) => {
         if (!(e instanceof DataDirNotEmptyError)) throw e;
         planned = await plan();
         return null;

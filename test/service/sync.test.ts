@@ -84,6 +84,7 @@ describe('explorer sync from another instance of this service', function () {
       [['--from', 'https://example.com', '--organization', 'a'], { HOME: data, TF_CLI_CONFIG_DIR: data }, /no token for example.com/],
       [['--from', 'https://example.com', '--organization', 'a', '--every', '0m'], { EXPLORER_SYNC_TOKEN: 'x' }, /--every/],
       [['--from', 'https://example.com'], { EXPLORER_SYNC_TOKEN: 'x' }, /--organization/],
+      [['--from', 'https://example.com', '--organization', 'a'], { EXPLORER_SYNC_TOKEN: 'x', SYNC_MEMORY_LIMIT: 'plenty' }, /SYNC_MEMORY_LIMIT must be a size/],
     ];
     for (const [args, env, message] of cases) {
       const r = await runSync(args, data, { EXPLORER_SYNC_TOKEN: '', ...env });
