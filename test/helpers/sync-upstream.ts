@@ -3,7 +3,7 @@
 // route of the synced organizations on mirror and upstream.
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
@@ -11,6 +11,8 @@ import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { writeSampleChanges } from '../../src/sample/sample-changes.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { comparableAnswer, comparedRoutes } from './compare-routes.js';
@@ -54,6 +56,20 @@ export async function startUpstream(dir: string, sample: { organizations: number
   await store.close();
   const server = await startServer(loadConfig({ ...SERVER_ENV, DATA_DIR: dataDir }), silentLogger);
   return { server, dataDir, source, organizations, tokens };
+}
+
+/** A batch of generated changes (to `organizations` alone, when given) written to `at` and applied upstream, which then serves it. */
+export async function changeUpstream(up: Upstream, at: string, opts: { workspaces: number; seed: number; organizations?: string[] }): Promise<void> {
+  await writeSampleChanges(up.source, at, { batches: 1, workspaces: opts.workspaces, seed: opts.seed, ...(opts.organizations ? { organizations: new Set(opts.organizations) } : {}) });
+  mirrorable(join(at, 'batch-0001'));
+  await applyBatch(join(at, 'batch-0001'), { dataDir: up.dataDir, memoryLimit: '1GB' });
+  await up.server.snapshots.refresh();
+}
+
+/** A server over the mirror `down` that answers with the upstream's tokens (a copy of its state store). */
+export async function startMirror(up: Upstream, down: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  cpSync(join(up.dataDir, 'state'), join(down, 'state'), { recursive: true });
+  return startServer(loadConfig({ ...SERVER_ENV, DATA_DIR: down, ...env }), silentLogger);
 }
 
 /** `explorer sync` as a user runs it, the token in the environment. */

@@ -4,18 +4,14 @@
 // were; a 401 fails its organization alone; TLS is verified, a private CA trusted through
 // NODE_EXTRA_CA_CERTS; `--every` follows changes and stops cleanly on SIGTERM.
 import { expect } from 'chai';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
-import { writeSampleChanges } from '../../src/sample/sample-changes.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readCurrentId, readManifest } from '../../src/snapshots/snapshot-dir.js';
-import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { startFaultProxy, type Fault } from '../helpers/fault-proxy.js';
 import { makePrivateCa } from '../helpers/private-ca.js';
-import { mirrorable, runSync, sameAnswers, SERVER_ENV, spawnSync, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
+import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const typeOf = (path: string) => new URL(path, 'http://x').searchParams.get('type');
@@ -38,16 +34,9 @@ describe('explorer sync through faults', function () {
   });
 
   /** A batch of generated changes applied upstream. */
-  const changeUpstream = async (workspaces: number) => {
-    const at = join(dir, `changes-${++changes}`);
-    await writeSampleChanges(up.source, at, { batches: 1, workspaces, seed: 80 + changes });
-    mirrorable(join(at, 'batch-0001'));
-    await applyBatch(join(at, 'batch-0001'), { dataDir: up.dataDir, memoryLimit: '1GB' });
-    await up.server.snapshots.refresh();
-  };
+  const changeUpstream = (workspaces: number) => applyUpstream(up, join(dir, `changes-${++changes}`), { workspaces, seed: 80 + changes });
   const mirrorOf = async (down: string) => {
-    cpSync(join(up.dataDir, 'state'), join(down, 'state'), { recursive: true });
-    const mirror = await startServer(loadConfig({ ...SERVER_ENV, DATA_DIR: down, METRICS_PUBLIC: '1' }), silentLogger);
+    const mirror = await startMirror(up, down, { METRICS_PUBLIC: '1' });
     servers.push(mirror);
     return mirror;
   };

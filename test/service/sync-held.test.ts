@@ -7,19 +7,15 @@
 // switches between two of a run's requests; a run whose snapshot the upstream no longer keeps reads again.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
-import { writeSampleChanges } from '../../src/sample/sample-changes.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import type { RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readCurrentId } from '../../src/snapshots/snapshot-dir.js';
-import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { mirrorable, runSync, sameAnswers, SERVER_ENV, spawnSync, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
+import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,18 +39,12 @@ describe('explorer sync compares with what the snapshot holds', function () {
   });
 
   /** A batch of generated changes to `org`'s workspaces applied upstream, which then serves it. */
-  const changeUpstream = async (org: string, workspaces: number) => {
-    const at = join(dir, `changes-${++changes}`);
-    await writeSampleChanges(up.source, at, { batches: 1, workspaces, seed: 90 + changes, organizations: new Set([org]) });
-    mirrorable(join(at, 'batch-0001'));
-    await applyBatch(join(at, 'batch-0001'), { dataDir: up.dataDir, memoryLimit: '1GB' });
-    await up.server.snapshots.refresh();
-  };
+  const changeUpstream = (org: string, workspaces: number) =>
+    applyUpstream(up, join(dir, `changes-${++changes}`), { workspaces, seed: 90 + changes, organizations: [org] });
   const sync = (org: string, down: string, from = up.server.url) => runSync(['--from', from, '--organization', org], down, { EXPLORER_SYNC_TOKEN: up.tokens.get(org)! });
   const load = (source: string, down: string) => promisify(execFile)(process.execPath, [CLI, 'load', source], { env: { ...process.env, DATA_DIR: down } });
   const mirrorOf = async (down: string) => {
-    cpSync(join(up.dataDir, 'state'), join(down, 'state'), { recursive: true });
-    const mirror = await startServer(loadConfig({ ...SERVER_ENV, DATA_DIR: down }), silentLogger);
+    const mirror = await startMirror(up, down);
     servers.push(mirror);
     return mirror;
   };
