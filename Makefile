@@ -58,7 +58,7 @@ run: build
 	echo "  curl -s -H 'Authorization: Bearer $$token' 'http://$(HOST):$(PORT)/api/v2/organizations/acme-corp/explorer?type=providers&page%5Bsize%5D=5'"; \
 	echo "Or open http://$(HOST):$(PORT)/explorer and paste the token."; echo
 	@mkdir -p $(DATA_DIR)/spool/incoming
-	@last=$$(ls -d $(DATA_DIR)/sample-source/day-* 2>/dev/null | tail -n 1); \
+	@last=$$(ls -d $(DATA_DIR)/sample-source/day-* 2>/dev/null | tail -n 1 || true); \
 	echo "Change batches: an ingest follower applies every batch directory renamed into $(DATA_DIR)/spool/incoming/"; \
 	echo "(its log: $(DATA_DIR)/ingest.log). Try:"; \
 	echo "  $(EXPLORER) sample-changes $${last:-<the loaded source>} $(DATA_DIR)/spool/new --batches 3 --workspaces 20"; \
@@ -66,7 +66,7 @@ run: build
 	@echo "Notifications: saved views' notification configurations are sent by a notifier (its log: $(DATA_DIR)/notify.log)."; echo
 	@node dist/src/cli/main.js ingest $(DATA_DIR)/spool >> $(DATA_DIR)/ingest.log 2>&1 & ingest=$$!; \
 	node dist/src/cli/main.js notify >> $(DATA_DIR)/notify.log 2>&1 & notify=$$!; \
-	trap 'kill $$ingest $$notify 2>/dev/null' EXIT; \
+	trap 'kill $$ingest $$notify 2>/dev/null || true' EXIT; \
 	UV_THREADPOOL_SIZE=$${UV_THREADPOOL_SIZE:-32} node dist/src/cli/main.js serve
 
 # (All three are started as node itself, not through npm: the trap's kill then reaches the follower and the
