@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-designs bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -130,6 +130,11 @@ bench-notify: build
 # The steady stream S1–S5 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20) beside a full load.
 bench-stream: build
 	node dist/bench/stream.js
+
+# M1–M5 (docs/performance.md, "Steady stream: the measurements that choose the layout"): in-process, on the
+# bench snapshot's base, what a layout for a steady stream of batches would cost (bench/designs.ts).
+bench-designs: build
+	node dist/bench/designs.js
 
 # B and E through HAProxy with 1, 2 and 3 instances on the bench snapshot, and an instance's failover
 # (bench/cluster.ts, docs/deployment.md).

@@ -1,0 +1,246 @@
+// make bench-designs: the measurements that choose how a steady stream of change batches is stored
+// (docs/performance.md, "Steady stream: the measurements that choose the layout"), in this process on the
+// bench snapshot's base ($BENCH_DIR, loaded first if absent), one DuckDB thread, the workers' settings and
+// the compiler's own plans:
+//
+// M1  a small organization's pages read from an overlay that holds it whole (its rows copied in stored
+//     order, read as the base is read) against the base, and against today's layers for an organization
+//     touched once (a delta holding 10 of its workspaces, merged by a key anti join): p50 and p95
+// M2  CPU to rewrite the largest organization whole (its workspaces and resources in stored order, with the
+//     position index and the value indexes), and a quarter of it
+// M3  grouped rows (providers): rebuilding the organization's groups against aggregating a 10-workspace
+//     change's own rows, for the largest organization and a small one; the rows of the groups it touches
+// M4  hiding the largest organization's replaced rows: a key anti join against a position list, with 1k, 10k
+//     and 25k of its workspaces replaced, on its A page and its default resources page
+// M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
+//
+// Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5).
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { rmSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { compileQuery, ident, type CompileTarget } from '../src/query/compile.js';
+import { parseQueryParameters } from '../src/query/parse-query.js';
+import { decodeQueryString } from '../src/query/query-string.js';
+import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
+import { layeredRows, mergedViewRows, DELTA_POSITION_BASE } from '../src/snapshots/delta-layout.js';
+import { POSITION_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
+import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
+import { viewStatements } from '../src/snapshots/write/view-files.js';
+import { openServingInstance } from '../src/duckdb/open-instance.js';
+import { pageRows } from '../workers/page-json.js';
+import { A_QUERY, benchSnapshot, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
+
+const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
+const WORK = join(BENCH_DIR, 'designs');
+const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
+const BLOCK = 20;
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5').split(','));
+const log = (m: string) => console.error(`[bench-designs] ${m}`);
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+const rows: BenchRow[] = [];
+const report = (scenario: string, what: string, measured: string) => { rows.push({ scenario, what, measured, target: '', pass: null }); log(`${scenario} ${what}: ${measured}`); };
+
+/** CPU seconds of this process (every thread, DuckDB's included) and wall seconds of `f`. */
+async function cost(f: () => Promise<unknown>): Promise<{ cpu: number; wall: number }> {
+  const cpu = process.cpuUsage();
+  const t = performance.now();
+  await f();
+  const used = process.cpuUsage(cpu);
+  return { cpu: (used.user + used.system) / 1e6, wall: (performance.now() - t) / 1000 };
+}
+
+/** Each plan prepared once and run in alternating blocks, as bench/run.ts's G does: p50 and p95 per plan, in ms. */
+async function timePlans(c: DuckDBConnection, query: string, targets: Record<string, CompileTarget>): Promise<Record<string, { p50: number; p95: number; rows: string }>> {
+  const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
+  const runs: Record<string, () => Promise<void>> = {};
+  const answers: Record<string, string> = {};
+  const closers: (() => void)[] = [];
+  for (const [name, target] of Object.entries(targets)) {
+    const compiled = compileQuery(q, target);
+    const count = compiled.knownTotal === undefined && !compiled.pageCountsTotal ? await c.prepare(compiled.count.sql) : null;
+    const page = await c.prepare(compiled.page.sql);
+    count?.bind(compiled.count.params as never);
+    page.bind(compiled.page.params as never);
+    runs[name] = async () => {
+      if (count) (await count.runAndReadAll()).getRows();
+      answers[name] = JSON.stringify(await pageRows(await page.run(), compiled.valueIndexes !== undefined), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+    };
+    closers.push(() => { count?.destroySync(); page.destroySync(); });
+  }
+  const times: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+  for (const run of Object.values(runs)) for (let i = 0; i < 5; i++) await run();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, run] of Object.entries(runs)) {
+      for (let i = 0; i < BLOCK; i++) {
+        const t = performance.now();
+        await run();
+        times[name]!.push(performance.now() - t);
+      }
+    }
+  }
+  for (const close of closers) close();
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, { p50: percentile(v, 0.5), p95: percentile(v, 0.95), rows: answers[k]! }]));
+}
+
+async function main(): Promise<void> {
+  const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
+  const snapshot = await openSnapshot(BENCH_DIR, baseId);
+  const { manifest } = snapshot;
+  const keys = manifest.organizationKeys!;
+  const resourceRows = manifest.organizationRows!.resources!;
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true });
+  const db = await openServingInstance({ threads: '1' });
+  const c = await db.connect();
+  const base = `"${snapshot.attachment!.alias}"`;
+  await c.run(`ATTACH '${snapshot.attachment!.path}' AS ${base} (READ_ONLY)`);
+  const all = async (sql: string) => (await c.runAndReadAll(sql)).getRows();
+
+  // M5: the stream's organizations as bench/stream.ts picks them.
+  const small = orgs.filter((o) => o.workspaces <= 500);
+  const streamed = small.slice(0, 50);
+  const largeBatch = [orgs[0]!, ...small.slice(100, 199)];
+  const sizes = (list: typeof orgs) => {
+    const ws = list.map((o) => o.workspaces).sort((a, b) => a - b);
+    const rs = list.map((o) => resourceRows[o.name] ?? 0).sort((a, b) => a - b);
+    const q = (v: number[], p: number) => v[Math.min(v.length - 1, Math.floor(p * v.length))]!;
+    return `${list.length} organizations: workspaces p50 ${q(ws, 0.5)}, p90 ${q(ws, 0.9)}, max ${ws[ws.length - 1]}; resource rows p50 ${q(rs, 0.5)}, p90 ${q(rs, 0.9)}, max ${rs[rs.length - 1]}`;
+  };
+  if (SCENARIOS.has('M5')) {
+    report('M5', 'the small batches\' organizations', sizes(streamed));
+    report('M5', 'the large batches\' organizations (the largest among them)', sizes(largeBatch));
+    report('M5', 'every organization of the bench snapshot', sizes(orgs));
+    const under = (n: number) => orgs.filter((o) => (resourceRows[o.name] ?? 0) + o.workspaces <= n).length;
+    report('M5', 'organizations of at most R workspace and resource rows', [20_000, 50_000, 100_000].map((r) => `R=${r.toLocaleString('en')}: ${under(r)}`).join(', '));
+  }
+
+  const largest = orgs[0]!;
+  const k = keys[largest.name]!;
+  const statements = new Map(viewStatements().map((v) => [v.view, v]));
+  if (SCENARIOS.has('M1')) {
+    // M1: ten of the small batches' organizations, copied whole into an overlay in stored order; and a delta as a
+    // batch of 10 of each one's workspaces leaves it today (their rows at delta positions, the workspaces replaced).
+    const picked = streamed.slice(0, 10);
+    const pickedKeys = picked.map((o) => keys[o.name]!).join(', ');
+    await c.run(`ATTACH '${join(WORK, 'overlay.duckdb')}' AS overlay (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await c.run(`ATTACH '${join(WORK, 'delta.duckdb')}' AS delta (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await c.run(`CREATE TABLE delta.replaced_workspaces AS SELECT _org_key, _org AS organization, _id AS id FROM (
+        SELECT _org_key, _org, _id, row_number() OVER (PARTITION BY _org_key ORDER BY _id) AS n FROM ${base}.workspaces WHERE _org_key IN (${pickedKeys})) WHERE n <= 10 ORDER BY ALL`);
+    for (const view of ['workspaces', 'resources']) {
+      const column = workspaceColumn(view)!;
+      await c.run(`CREATE TABLE overlay.${view} AS SELECT * FROM ${base}.${view} WHERE _org_key IN (${pickedKeys}) ORDER BY rowid`);
+      await c.run(`CREATE TABLE delta.${view} AS SELECT * REPLACE (${DELTA_POSITION_BASE} + row_number() OVER (ORDER BY rowid) - 1 AS _pos)
+        FROM ${base}.${view} WHERE _org_key IN (${pickedKeys}) AND ${ident(column)} IN (SELECT id FROM delta.replaced_workspaces) ORDER BY rowid`);
+    }
+    // Read as the workers read every layer: attached read-only.
+    for (const layer of ['overlay', 'delta']) {
+      await c.run(`DETACH ${layer}`);
+      await c.run(`ATTACH '${join(WORK, `${layer}.duckdb`)}' AS ${layer} (READ_ONLY)`);
+    }
+    const ratios: Record<string, { whole: number[]; layered: number[]; wholeP95: number[]; layeredP95: number[] }> = {};
+    const pages = { B: `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~1`, 'workspaces default': '?type=workspaces', 'resources default': '?type=resources' };
+    for (const org of picked) {
+      for (const [label, query] of Object.entries(pages)) {
+        const view = query.includes('resources') ? 'resources' : 'workspaces';
+        const onBase = snapshot.target(view, org.name);
+        const common = { organization: org.name, organizationKey: keys[org.name]!, organizationRows: onBase.organizationRows, rowJson: true, listMembers: onBase.listMembers, layout: 'designs' };
+        const targets: Record<string, CompileTarget> = {
+          base: onBase,
+          whole: { ...common, relation: `overlay.${view}`, rowid: 'rowid', csvLines: onBase.csvLines, defaultOrderStored: onBase.defaultOrderStored },
+          layered: { ...common, relation: mergedViewRows([base, 'delta'], view, keys[org.name]), rowid: ident(POSITION_COLUMN), fetchRelation: layeredRows([base, 'delta'], view) },
+        };
+        const t = await timePlans(c, query, targets);
+        if (t.whole!.rows !== t.base!.rows) throw new Error(`M1: ${org.name}'s ${label} page read from the overlay differs from the base's`);
+        const r = (ratios[label] ??= { whole: [], layered: [], wholeP95: [], layeredP95: [] });
+        r.whole.push(t.whole!.p50 / t.base!.p50);
+        r.layered.push(t.layered!.p50 / t.base!.p50);
+        r.wholeP95.push(t.whole!.p95 / t.base!.p95);
+        r.layeredP95.push(t.layered!.p95 / t.base!.p95);
+        if (org === picked[0]) log(`M1 ${org.name} ${label}: base ${round(t.base!.p50)} ms, whole ${round(t.whole!.p50)} ms, layered ${round(t.layered!.p50)} ms (p50)`);
+      }
+    }
+    for (const [label, r] of Object.entries(ratios)) {
+      report('M1', `${label} page of 10 small organizations, ÷ the same on the base (median of their ratios)`,
+        `held whole in an overlay: p50 ${round(percentile(r.whole, 0.5))}×, p95 ${round(percentile(r.wholeP95, 0.5))}×; today's layers after one 10-workspace batch: p50 ${round(percentile(r.layered, 0.5))}×, p95 ${round(percentile(r.layeredP95, 0.5))}×`);
+    }
+  }
+
+  if (SCENARIOS.has('M2')) {
+    // M2: the largest organization rewritten whole, as a compaction or a copy-on-write of it would write it.
+    for (const [label, share] of [['whole', 1], ['a quarter', 0.25]] as const) {
+      const file = join(WORK, `rewrite-${share}.duckdb`);
+      await c.run(`ATTACH '${file}' AS rewrite (STORAGE_VERSION '${STORAGE_VERSION}')`);
+      const spent = await cost(async () => {
+        for (const view of ['workspaces', 'resources']) {
+          const n = Number((await all(`SELECT count(*) FROM ${base}.${view} WHERE _org_key = ${k}`))[0]![0]);
+          await c.run(`CREATE TABLE rewrite.${view} AS SELECT * FROM ${base}.${view} WHERE _org_key = ${k} ORDER BY rowid LIMIT ${Math.ceil(n * share)}`);
+          await c.run(`CREATE INDEX ${view}_pos ON rewrite.${view} (${ident(POSITION_COLUMN)})`);
+          for (const index of statements.get(view)!.indexes) await c.run(`CREATE TABLE rewrite.${ident(index.table)} AS ${index.select(`rewrite.${view}`, undefined, ident(POSITION_COLUMN))}`);
+        }
+        await c.run('CHECKPOINT rewrite');
+      });
+      await c.run('DETACH rewrite');
+      report('M2', `the largest organization (${largest.workspaces.toLocaleString('en')} workspaces, ${resourceRows[largest.name]!.toLocaleString('en')} resource rows) rewritten, ${label}, one thread`,
+        `${round(spent.cpu, 1)} CPU-s, ${round(spent.wall, 1)} s`);
+    }
+  }
+
+  if (SCENARIOS.has('M3')) {
+    // M3: the providers view's groups of an organization, rebuilt against a 10-workspace change's own rows.
+    const groups = (org: string, only: string) => `SELECT u.name, u.source, u.version, u.registry_type, bool_or(u.curated), count(DISTINCT w.id), list(DISTINCT w.name ORDER BY w.name)
+      FROM ${base}.source_providers u JOIN ${base}.source_workspaces w ON w.id = u.workspace_id
+      WHERE u.organization = '${org.replace(/'/g, "''")}' AND w.organization = '${org.replace(/'/g, "''")}' ${only} GROUP BY ALL`;
+    for (const org of [largest, streamed[0]!]) {
+      const ten = (await all(`SELECT id FROM ${base}.source_workspaces WHERE organization = '${org.name.replace(/'/g, "''")}' ORDER BY id LIMIT 10`)).map(([id]) => `'${String(id).replace(/'/g, "''")}'`).join(', ');
+      const whole = await cost(() => all(groups(org.name, '')));
+      const change = await cost(() => all(groups(org.name, `AND u.workspace_id IN (${ten})`)));
+      const touched = await all(`SELECT count(*), sum(workspace_count) FROM ${base}.providers WHERE _org_key = ${keys[org.name]} AND (name, version) IN (
+        SELECT name, version FROM ${base}.source_providers WHERE organization = '${org.name.replace(/'/g, "''")}' AND workspace_id IN (${ten}))`);
+      report('M3', `providers groups of ${org.name} (${org.workspaces.toLocaleString('en')} workspaces)`,
+        `rebuilt ${round(whole.cpu * 1000, 1)} CPU-ms; a 10-workspace change's own rows ${round(change.cpu * 1000, 1)} CPU-ms; it touches ${touched[0]![0]} groups naming ${touched[0]![1]} workspaces between them`);
+    }
+  }
+
+  if (SCENARIOS.has('M4')) {
+    // M4: the largest organization with 1k, 10k and 25k of its workspaces replaced: a key anti join (today's)
+    // against a list of the replaced rows' positions.
+    for (const n of [1_000, 10_000, 25_000]) {
+      await c.run(`ATTACH '${join(WORK, `tomb-${n}.duckdb`)}' AS tomb (STORAGE_VERSION '${STORAGE_VERSION}')`);
+      await c.run(`CREATE TABLE tomb.replaced_workspaces AS SELECT _org_key, _org AS organization, _id AS id FROM ${base}.workspaces WHERE _org_key = ${k} AND hash(_id) % ${Math.round(largest.workspaces / n)} = 0 ORDER BY ALL`);
+      const replaced = Number((await all('SELECT count(*) FROM tomb.replaced_workspaces'))[0]![0]);
+      for (const view of ['workspaces', 'resources']) {
+        const column = workspaceColumn(view)!;
+        await c.run(`CREATE TABLE tomb.${view}_hidden AS SELECT ${ident(POSITION_COLUMN)} AS pos FROM ${base}.${view} WHERE _org_key = ${k} AND ${ident(column)} IN (SELECT id FROM tomb.replaced_workspaces) ORDER BY 1`);
+        await c.run(`CREATE TABLE tomb.${view} AS SELECT * FROM ${base}.${view} WHERE false`);
+      }
+      await c.run('DETACH tomb');
+      await c.run(`ATTACH '${join(WORK, `tomb-${n}.duckdb`)}' AS tomb (READ_ONLY)`);
+      for (const [label, query] of [['A', A_QUERY], ['resources default', '?type=resources']] as const) {
+        const view = label === 'A' ? 'workspaces' : 'resources';
+        const onBase = snapshot.target(view, largest.name);
+        const common = { organization: largest.name, organizationKey: k, organizationRows: onBase.organizationRows, rowJson: true, listMembers: onBase.listMembers, layout: 'designs' };
+        const hidden = `(SELECT * FROM ${base}.${ident(view)} b WHERE b._org_key = ${k} AND b.${ident(POSITION_COLUMN)} NOT IN (SELECT pos FROM tomb.${view}_hidden))`;
+        const t = await timePlans(c, query, {
+          base: onBase,
+          anti: { ...common, relation: mergedViewRows([base, 'tomb'], view, k), rowid: ident(POSITION_COLUMN), fetchRelation: layeredRows([base, 'tomb'], view) },
+          positions: { ...common, relation: hidden, rowid: ident(POSITION_COLUMN), fetchRelation: `${base}.${ident(view)}` },
+          // The same rows, with the plans of a relation stored in the view's default order: a position filter
+          // keeps the base's order, which a key anti join's hash does not promise.
+          ordered: { ...common, relation: hidden, rowid: ident(POSITION_COLUMN), fetchRelation: `${base}.${ident(view)}`, rowidIndexed: onBase.rowidIndexed, csvLines: onBase.csvLines, defaultOrderStored: true },
+        });
+        if (t.ordered!.rows !== t.positions!.rows) throw new Error(`M4: the page read in stored order differs from the sorted one (${label}, ${n})`);
+        report('M4', `largest organization's ${label} page, ${replaced.toLocaleString('en')} workspaces replaced (p50, p95 ms)`,
+          `base ${round(t.base!.p50)} / ${round(t.base!.p95)}; key anti join ${round(t.anti!.p50)} / ${round(t.anti!.p95)}; position list ${round(t.positions!.p50)} / ${round(t.positions!.p95)}; position list in stored order ${round(t.ordered!.p50)} / ${round(t.ordered!.p95)}`);
+      }
+      await c.run('DETACH tomb');
+    }
+  }
+
+  c.closeSync();
+  db.closeSync();
+  rmSync(WORK, { recursive: true, force: true });
+  writeResults('designs', rows);
+}
+
+main().catch((e) => { console.error(e); process.exitCode = 1; });
