@@ -19,7 +19,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rmSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { compileQuery, ident, type CompileTarget } from '../src/query/compile.js';
+import { compileQuery, type CompileTarget } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
@@ -30,6 +30,7 @@ import { viewStatements } from '../src/snapshots/write/view-files.js';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 import { A_QUERY, benchSnapshot, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
+import { ident } from '../src/duckdb/sql.js';
 
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
 const WORK = join(BENCH_DIR, 'designs');

@@ -16,6 +16,7 @@ import {
   type Attachment, type ControlMessage, type ExportResult, type ExportTask, type FailureCode, type MemoryReport,
   type PageResult, type PageTask, type RowsResult, type RowsTask, type Task, type WorkerConfig,
 } from './protocol.js';
+import { sqlLiteral } from '../src/duckdb/sql.js';
 
 const config = workerData as WorkerConfig;
 const settings = {
@@ -186,7 +187,7 @@ async function page(task: PageTask): Promise<PageResult> {
 
 async function exportFile(task: ExportTask): Promise<ExportResult> {
   return run(task, task.lines ? lineExports : pages, async ({ connection }) => {
-    const target = `'${task.fifo.replace(/'/g, "''")}'`;
+    const target = sqlLiteral(task.fifo);
     // The header is written by the main thread: COPY would quote it under FORCE_QUOTE (interface §6 wants it bare).
     // Stored lines are quoted already, and an NDJSON line is JSON: QUOTE '' and ESCAPE '' write each as it is,
     // with its line feed. Parquet is written by DuckDB's own writer, row groups in order, its footer last.

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import type { Attachment } from './protocol.js';
 import { Slots } from './slots.js';
+import { sqlLiteral } from '../src/duckdb/sql.js';
 
 export interface Attached { ready: Promise<void>; running: number; order: number; path: string }
 
@@ -40,7 +41,7 @@ export class Engine {
       const ready = (async () => {
         const setup = await db.connect();
         try {
-          await setup.run(`ATTACH '${target.path.replace(/'/g, "''")}' AS "${target.alias}" (READ_ONLY)`);
+          await setup.run(`ATTACH ${sqlLiteral(target.path)} AS "${target.alias}" (READ_ONLY)`);
         } finally {
           setup.closeSync();
         }

@@ -7,6 +7,7 @@ import { compileNotificationCheck, type Measure } from '../query/compile-history
 import { sourceOfStored, validateSavedQuery } from '../saved-views/saved-query.js';
 import { attachments, type Snapshot } from '../snapshots/read/current-snapshot.js';
 import type { NotificationConfiguration, NotificationThreshold, NotificationTrigger, SavedView } from '../store/state-store.js';
+import { sqlLiteral } from '../duckdb/sql.js';
 
 /** Rows a notification lists per trigger. */
 export const ROWS_PER_TRIGGER = 20;
@@ -39,7 +40,7 @@ export function beyond(threshold: NotificationThreshold, value: number | null): 
 export async function attachSnapshots(db: DuckDBConnection, attached: Set<string>, ...snapshots: Snapshot[]): Promise<void> {
   for (const a of attachments(...snapshots)) {
     if (attached.has(a.alias)) continue;
-    await db.run(`ATTACH '${a.path.replace(/'/g, "''")}' AS "${a.alias}" (READ_ONLY)`);
+    await db.run(`ATTACH ${sqlLiteral(a.path)} AS "${a.alias}" (READ_ONLY)`);
     attached.add(a.alias);
   }
 }

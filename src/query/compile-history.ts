@@ -3,8 +3,9 @@
 // exactly what a query of that snapshot answers.
 import { foldedColumn, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field, View } from '../catalog/types.js';
-import { condition, exportSelect, exportValue, ident, keyColumns, typedValueSql, type ExportFormat, keysetAfter, orderTerms, organizationTest, queryTerms, rowJsonSql, termSql, type CompileTarget, type SqlValue } from './compile.js';
+import { condition, exportSelect, exportValue, keyColumns, typedValueSql, type ExportFormat, keysetAfter, orderTerms, organizationTest, queryTerms, rowJsonSql, termSql, type CompileTarget, type SqlValue } from './compile.js';
 import type { Query } from './query.js';
+import { ident } from '../duckdb/sql.js';
 
 interface Statement { sql: string; params: SqlValue[] }
 

@@ -5,8 +5,9 @@
 import { createHash } from 'node:crypto';
 import { membersColumn, versionKeyColumn } from '../catalog/catalog.js';
 import type { Field } from '../catalog/types.js';
-import { condition, csvText, exportSelect, foldSql, typedValueSql, type ExportFormat, ident, jsonValueSql, keyColumns, keysetAfter, organizationTest, sortTermsOver, termSql, type CompileTarget, type SortTerm, type SqlValue } from './compile.js';
+import { condition, csvText, exportSelect, foldSql, typedValueSql, type ExportFormat, jsonValueSql, keyColumns, keysetAfter, organizationTest, sortTermsOver, termSql, type CompileTarget, type SortTerm, type SqlValue } from './compile.js';
 import type { GroupKey, Period, Summary, SummarySortKey } from './summary.js';
+import { ident } from '../duckdb/sql.js';
 
 interface Statement { sql: string; params: SqlValue[] }
 

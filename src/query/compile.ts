@@ -4,6 +4,7 @@ import { CSV_LINE_COLUMN, foldedColumn, INDEX_ROW_COLUMN, indexFields, ORGANIZAT
 import { isNegative } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
 import { sortKeys, type BoundValue, type Condition, type Query, type SortKey } from './query.js';
+import { ident } from '../duckdb/sql.js';
 
 export type SqlValue = BoundValue | bigint;
 
@@ -109,11 +110,6 @@ export const SMALL_ORGANIZATION_ROWS = 10_000;
  */
 export const WINDOW_COUNT_ROWS = 2_000;
 
-export const ident = (name: string) => {
-  // Catalog names are snake_case; refusing anything else keeps a catalog typo from becoming SQL.
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a catalog identifier: ${name}`);
-  return `"${name}"`;
-};
 const col = (f: Field) => ident(f.column);
 /**
  * interface §4: case-insensitive means ASCII A–Z fold to a–z only. The loader stores that form beside each

@@ -26,7 +26,8 @@
 // The whole layer has the same tables, each organization it holds whole in one run in the base's order (with
 // the base's position index and index tables), and replaces every base workspace of those organizations.
 import { workspaceColumn } from '../catalog/catalog.js';
-import { ident } from '../query/compile.js';
+import { ident } from '../duckdb/sql.js';
+
 
 export const DELTA_FILE = 'delta.duckdb';
 /** The older, larger delta a snapshot may also read (delta-layout above): a small delta folded into it. */

@@ -5,11 +5,12 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { csvText, ident } from '../query/compile.js';
+import { csvText } from '../query/compile.js';
 import { catalogFor, workspaceColumn } from '../catalog/catalog.js';
 import { mergedGroupedRows, mergedViewRows } from '../snapshots/delta-layout.js';
-import { sqlLiteral } from '../snapshots/write/staging.js';
+
 import type { SyncedView } from './read-views.js';
+import { ident, sqlLiteral } from '../duckdb/sql.js';
 
 /** The view files of one organization, as read from the upstream (resources as the mirror holds them when it has no such view). */
 export type ViewFiles = Record<SyncedView, string>;

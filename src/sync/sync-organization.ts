@@ -9,10 +9,11 @@ import { readCurrentId, readManifest, snapshotPath, type Manifest } from '../sna
 import { applyBatch, type ApplyOptions } from '../snapshots/write/apply.js';
 import { attachLayers, layerPaths } from '../snapshots/write/build-steps.js';
 import { DataDirNotEmptyError, loadSnapshot } from '../snapshots/write/load.js';
-import { sqlLiteral } from '../snapshots/write/staging.js';
+
 import { Limiter, PinnedSnapshotGoneError, readViewCsv, SYNCED_VIEWS, ViewMissingError, type ReadOptions } from './read-views.js';
 import { stageRebuilt, writeHeldView, writeRebuilt, type ViewFiles } from './rebuild-source.js';
 import type { Upstream } from './upstream-endpoint.js';
+import { sqlLiteral } from '../duckdb/sql.js';
 
 export interface SyncOptions {
   upstream: Upstream;

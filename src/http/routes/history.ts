@@ -22,7 +22,7 @@ import { entityTag } from '../etag.js';
 import { sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { hold, loadedAt, organizationHistory, readAsOf, type RetainedSnapshot } from '../time-travel.js';
-import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from '../answer.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 

@@ -13,7 +13,7 @@ import { NameTakenError, StoreUnavailableError, type SavedView, type SavedViewSt
 import { readJsonBody } from '../body.js';
 import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
-import { answerExport, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerExport, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from '../answer.js';
 import { EXPORT_FORMATS } from '../../query/compile.js';
 import { historyRoutes } from './history.js';
 import { savedSummaryRoutes } from './summary.js';

@@ -18,7 +18,7 @@ import { attachments, type Snapshot } from '../../snapshots/read/current-snapsho
 import { entityTag } from '../etag.js';
 import type { RequestState } from '../state.js';
 import { readAsOf, travel } from '../time-travel.js';
-import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from './explorer.js';
+import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from '../answer.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 

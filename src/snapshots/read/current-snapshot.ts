@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { ident, type CompileTarget } from '../../query/compile.js';
+import { type CompileTarget } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
 import { layeredRows, mergedViewRows } from '../delta-layout.js';
 import {
@@ -15,6 +15,7 @@ import {
 } from '../snapshot-dir.js';
 
 import type { Attachment } from '../../../workers/protocol.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export interface Snapshot {
   id: string;
@@ -156,7 +157,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     for (const [view, file] of Object.entries(manifest.files)) {
       const path = await pin(file);
       await checkParquet(path);
-      paths.set(view, `read_parquet('${path.replace(/'/g, "''")}')`);
+      paths.set(view, `read_parquet(${sqlLiteral(path)})`);
     }
   }
   // A batch snapshot's layers over its base (delta-layout.ts): the whole layer and the older delta are

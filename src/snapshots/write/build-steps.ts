@@ -6,7 +6,8 @@ import { versionKey } from '../../catalog/version-order.js';
 import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { join } from 'node:path';
 import type { Manifest } from '../snapshot-dir.js';
-import { sqlLiteral } from './staging.js';
+import { sqlLiteral } from '../../duckdb/sql.js';
+
 
 /**
  * How the serving columns are stored. The row JSON is uncompressed: a page reads a few rows of it, and DuckDB

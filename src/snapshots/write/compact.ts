@@ -10,11 +10,12 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { catalogFor, foldedColumn, SERVING_COLUMNS, VIEW_NAMES } from '../../catalog/catalog.js';
 import { openInstance } from '../../duckdb/open-instance.js';
-import { ident, storedFoldSql } from '../../query/compile.js';
+import { storedFoldSql } from '../../query/compile.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, writeManifest, type Manifest,
 } from '../snapshot-dir.js';
-import { sqlLiteral } from './staging.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
+
 
 export const COMPACT_FILE = 'compact.duckdb';
 

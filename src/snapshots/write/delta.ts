@@ -7,15 +7,16 @@ import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, V
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
-import { ident } from '../../query/compile.js';
+
 import { sortKeys } from '../../query/query.js';
 import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
 import { deletionsFile } from './batch-validator.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
-import { sourceStateStatements, sqlLiteral, stagingStatements } from './staging.js';
+import { sourceStateStatements, stagingStatements } from './staging.js';
 import { viewStatements } from './view-files.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export interface DeltaInput {
   batchDir: string;

@@ -13,13 +13,14 @@ import { compactSnapshots } from './compact.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { POSITION_COLUMN, positionIndex } from '../../catalog/catalog.js';
 import { createViewTable, fillVersionKeys, STORAGE_VERSION } from './build-steps.js';
-import { ident, SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
+import { SMALL_ORGANIZATION_ROWS } from '../../query/compile.js';
 
 /** The DuckDB file of a snapshot, derived from its Parquet files. */
 export const DATABASE_FILE = 'snapshot.duckdb';
 import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, snapshotPath, snapshotsDir, writeCurrentId, type Manifest,
 } from '../snapshot-dir.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export class SourceInvalidError extends Error {
   constructor(readonly errors: string[], readonly errorCount: number) {
@@ -231,7 +232,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
     // Each view is computed and sorted once, into the read-only DuckDB file the workers query
     // (docs/performance.md: DuckDB's own storage answers pages about four times faster than Parquet); its
     // Parquet file, the snapshot's portable form, is then copied from that table in the same order.
-    await db.run(`ATTACH '${join(dir, DATABASE_FILE).replace(/'/g, "''")}' AS snapshot_out (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await db.run(`ATTACH ${sqlLiteral(join(dir, DATABASE_FILE))} AS snapshot_out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     // Rows must land in organization order: that is what lets a query read only its organization's blocks.
     await db.run('SET preserve_insertion_order = true');
     const rows: Record<string, number> = {};

@@ -3,9 +3,10 @@
 // however large the batch, each key bound as a list parameter.
 import { listValue, type DuckDBConnection, type DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { openInstance } from '../../duckdb/open-instance.js';
-import { sqlLiteral } from './staging.js';
+
 import type { SourceState } from './batch-validator.js';
 import { mergedState } from '../delta-layout.js';
+import { sqlLiteral } from '../../duckdb/sql.js';
 
 export interface SnapshotState extends SourceState {
   close(): void;

@@ -2,8 +2,8 @@
 // declarations in catalog/views.ts are written against. Normalization rules: snapshot-source.md and
 // interface §3 (empty optional strings are null, lists sorted and de-duplicated, UTC millisecond times).
 import type { SourceFile } from './source-validator.js';
+import { sqlLiteral } from '../../duckdb/sql.js';
 
-const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 // timezone('UTC', …) names the zone instead of relying on the instance's TimeZone setting (open-instance.ts).
 const ts = (expr: string) => `date_trunc('millisecond', timezone('UTC', CAST(nullif(${expr}, '') AS TIMESTAMPTZ)))`;
 const opt = (expr: string) => `nullif(${expr}, '')`;
@@ -30,7 +30,7 @@ const COLUMNS: Record<SourceFile, string> = {
 
 /** The raw rows of one source file, or an empty relation of the same shape when the file is absent. */
 function raw(file: SourceFile, path: string | undefined): string {
-  if (path) return `read_json(${literal(path)}, format = 'newline_delimited', columns = ${COLUMNS[file]})`;
+  if (path) return `read_json(${sqlLiteral(path)}, format = 'newline_delimited', columns = ${COLUMNS[file]})`;
   // No read_json of an empty path: DuckDB refuses to bind one inside a view, LIMIT 0 or not.
   const struct = [...COLUMNS[file].matchAll(/("?\w+"?): '([^']+)'/g)].map(([, name, type]) => `${name} ${type}`).join(', ');
   return `(SELECT unnest(NULL::STRUCT(${struct})) WHERE false)`;
@@ -118,4 +118,3 @@ export function sourceStateStatements(files: Partial<Record<SourceFile, string>>
   ];
 }
 
-export { literal as sqlLiteral };

@@ -9,11 +9,12 @@ import { VIEW_DECLS } from '../../catalog/views.js';
 import {
   catalogFor, CSV_LINE_COLUMN, declaredColumn, membersColumn, INDEX_ROW_COLUMN, indexFields, indexTable, ORGANIZATION_KEY_COLUMN, foldedColumn, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, versionKeyColumn,
 } from '../../catalog/catalog.js';
-import { csvLineSql, defaultOrder, ident, rowJsonSql, storedFoldSql, testedColumns } from '../../query/compile.js';
+import { csvLineSql, defaultOrder, rowJsonSql, storedFoldSql, testedColumns } from '../../query/compile.js';
 import { sortKeys } from '../../query/query.js';
 import type { Field } from '../../catalog/types.js';
-import { sqlLiteral } from './staging.js';
+
 import { listTextSql } from '../../catalog/list-text.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export const ROW_GROUP_SIZE = 16384;
 

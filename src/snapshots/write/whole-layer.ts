@@ -19,15 +19,16 @@ import { join } from 'node:path';
 import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
-import { ident } from '../../query/compile.js';
+
 import {
   mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, createViewTable, layerPaths, STORAGE_VERSION } from './build-steps.js';
-import { sqlLiteral } from './staging.js';
+
 import { viewStatements } from './view-files.js';
+import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export interface WholeLayerOptions {
   /** Interrupts the compaction (a batch arrived, or the follower stops): nothing changes. */
