@@ -5,10 +5,10 @@ import { appendFile, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { openJournalStore, type JournalStore } from '../src/store/journal-store.js';
-import { NameTakenError, StoreCorruptError, StoreUnavailableError, type SavedView, type TokenRecord } from '../src/store/state-store.js';
+import { openJournalStore, type JournalStore } from '../../src/store/journal-store.js';
+import { NameTakenError, StoreCorruptError, StoreUnavailableError, type SavedView, type TokenRecord } from '../../src/store/state-store.js';
 
-const compiledStore = resolve(dirname(fileURLToPath(import.meta.url)), '../src/store/journal-store.js');
+const compiledStore = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/store/journal-store.js');
 
 function token(id: string, extra: Partial<TokenRecord> = {}): TokenRecord {
   return {

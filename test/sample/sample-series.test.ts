@@ -5,10 +5,10 @@ import { appendFile, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { loadSnapshot } from '../src/snapshots/write/load.js';
-import { SAMPLE_FILES, writeSample, type SampleFile } from '../src/sample/sample.js';
-import { dayName, writeSampleSeries, type DaySummary } from '../src/sample/sample-series.js';
-import { cli } from './helpers/cli.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { SAMPLE_FILES, writeSample, type SampleFile } from '../../src/sample/sample.js';
+import { dayName, writeSampleSeries, type DaySummary } from '../../src/sample/sample-series.js';
+import { cli } from '../helpers/cli.js';
 
 type Row = Record<string, unknown>;
 interface Day {

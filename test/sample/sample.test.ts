@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { existsSync } from 'node:fs';
-import { writeSampleSeries } from '../src/sample/sample-series.js';
+import { writeSampleSeries } from '../../src/sample/sample-series.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,7 +14,7 @@ import {
   writeSample,
   type SampleFile,
   type SampleSummary,
-} from '../src/sample/sample.js';
+} from '../../src/sample/sample.js';
 
 type Row = Record<string, unknown>;
 

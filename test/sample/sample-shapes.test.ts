@@ -7,10 +7,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { validateSource } from '../src/snapshots/write/source-validator.js';
-import { SAMPLE_FILES } from '../src/sample/sample.js';
-import { dayName, writeSampleSeries, type DaySummary } from '../src/sample/sample-series.js';
-import { cli } from './helpers/cli.js';
+import { validateSource } from '../../src/snapshots/write/source-validator.js';
+import { SAMPLE_FILES } from '../../src/sample/sample.js';
+import { dayName, writeSampleSeries, type DaySummary } from '../../src/sample/sample-series.js';
+import { cli } from '../helpers/cli.js';
 
 interface Shape { organizations: number; workspaces: number; seed: number; days: number }
 

@@ -5,11 +5,11 @@ import { expect } from 'chai';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeSample } from '../src/sample/sample.js';
-import { writeSampleChanges, type ChangeKind } from '../src/sample/sample-changes.js';
-import { validateSource } from '../src/snapshots/write/source-validator.js';
-import { applyBatch } from './helpers/batch-oracle.js';
-import { cli } from './helpers/cli.js';
+import { writeSample } from '../../src/sample/sample.js';
+import { writeSampleChanges, type ChangeKind } from '../../src/sample/sample-changes.js';
+import { validateSource } from '../../src/snapshots/write/source-validator.js';
+import { applyBatch } from '../helpers/batch-oracle.js';
+import { cli } from '../helpers/cli.js';
 
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
 
