@@ -1,6 +1,7 @@
-// Every setting comes from the environment; docs/configuration.md and the README list them.
-import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+// Every setting comes from the environment, and this is the one place that reads it; docs/configuration.md
+// lists every variable with its default (test/unit/configuration.test.ts holds the two together).
+import { availableParallelism, homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { ENGINE_PATTERN } from './catalog/catalog.js';
 import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
@@ -76,6 +77,8 @@ export interface Config {
   ingestCompactBytes: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
+  /** libuv's threads (UV_THREADPOOL_SIZE, node's default 4): every running DuckDB call holds one. */
+  uvThreadpoolSize: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -172,5 +175,56 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
+    // libuv reads it itself and ignores what it cannot use: read as given, only to warn when it is too small.
+    uvThreadpoolSize: Number(env.UV_THREADPOOL_SIZE ?? 4),
   };
 }
+
+/** DuckDB's memory for a first sync's load into an empty DATA_DIR unless SYNC_MEMORY_LIMIT says otherwise: the lowest the largest bench organization's first load completes with (docs/sync.md §5). */
+export const SYNC_MEMORY_LIMIT = '300MB';
+
+/** `explorer sync`'s own settings (docs/sync.md). */
+export interface SyncSettings {
+  /** Requests sent to the upstream at once. */
+  concurrency: number;
+  /** The first wait before a failed request is tried again. */
+  backoffMs: number;
+  /** How long a request may receive nothing before it counts as failed. */
+  idleTimeoutMs: number;
+  /** DuckDB's memory limit for a first sync's load. */
+  memoryLimit: string;
+}
+
+export function loadSyncSettings(env: NodeJS.ProcessEnv = process.env): SyncSettings {
+  const memoryLimit = env.SYNC_MEMORY_LIMIT || SYNC_MEMORY_LIMIT;
+  if (!/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(memoryLimit)) throw new Error(`SYNC_MEMORY_LIMIT must be a size such as 300MB or 1GB, not ${JSON.stringify(memoryLimit)}`);
+  return {
+    concurrency: int(env, 'SYNC_CONCURRENCY', 2, 1),
+    backoffMs: int(env, 'SYNC_BACKOFF_MS', 500, 1),
+    idleTimeoutMs: int(env, 'SYNC_IDLE_TIMEOUT_MS', 60_000, 1),
+    memoryLimit,
+  };
+}
+
+/**
+ * Where `explorer sync` may find its token, as the engine's own CLI looks (docs/sync.md): EXPLORER_SYNC_TOKEN,
+ * the TF_TOKEN_<host> variables, and the directory of the CLI's credentials file.
+ */
+export interface SyncCredentials {
+  syncToken: string | null;
+  /** Every TF_TOKEN_… variable that is set, by its name as given. */
+  hostTokens: Record<string, string>;
+  /** `$TF_CLI_CONFIG_DIR`, else `~/.terraform.d`. */
+  cliConfigDir: string;
+}
+
+export function syncCredentials(env: NodeJS.ProcessEnv = process.env): SyncCredentials {
+  return {
+    syncToken: env.EXPLORER_SYNC_TOKEN || null,
+    hostTokens: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^TF_TOKEN_/i.test(e[0]) && Boolean(e[1]))),
+    cliConfigDir: env.TF_CLI_CONFIG_DIR ?? join(env.HOME ?? homedir(), '.terraform.d'),
+  };
+}
+
+/** EXPLORER_STATEMENT_TIMES: a file each writer's statement appends its time to (for profiling a load or a batch); null: none. */
+export const statementTimesFile = (env: NodeJS.ProcessEnv = process.env): string | null => env.EXPLORER_STATEMENT_TIMES || null;

@@ -24,7 +24,7 @@ const USAGE = `usage: explorer <command>
   serve                                                          run the HTTP server
   notify                                                         send saved views' notifications, until stopped
   migrate-state --to-redis                                       copy the embedded tokens and saved views into REDIS_URL (or REDIS_CLUSTER)
-Environment: DATA_DIR (default ./data); see README.md for the rest.`;
+Environment: DATA_DIR (default ./data); docs/configuration.md lists the rest.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;

@@ -8,7 +8,7 @@ export async function serve(argv: string[]): Promise<void> {
   parseArgs(argv, []);
   const config = loadConfig();
   const logger = jsonLogger();
-  const uv = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const uv = config.uvThreadpoolSize;
   const queries = config.poolWorkers * config.workerConcurrency;
   if (uv < queries + 4) logger.log('warn', 'UV_THREADPOOL_SIZE is too small for the query pool; start with `npm run explorer -- serve` or set it', { UV_THREADPOOL_SIZE: uv, concurrent_queries: queries });
   const running = await startServer(config, logger);

@@ -2,9 +2,9 @@
 // mirrors organizations from a live Explorer API (docs/sync.md). Exit 0 when every organization synced,
 // 1 naming each that failed, 2 for an error of use, before any request.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../config.js';
+import { loadConfig, loadSyncSettings, syncCredentials } from '../config.js';
 import { Limiter, UpstreamRefusedError } from '../sync/read-views.js';
-import { SYNC_MEMORY_LIMIT, syncOrganization, type SyncReport } from '../sync/sync-organization.js';
+import { syncOrganization, type SyncReport } from '../sync/sync-organization.js';
 import { findToken, parseUpstream, SyncUsageError } from '../sync/upstream-endpoint.js';
 import { parseArgs, UsageError } from './args.js';
 import { writerOptions } from './writer-options.js';
@@ -33,7 +33,7 @@ export async function sync(argv: string[]): Promise<number> {
   let credential;
   try {
     upstream = parseUpstream(from, args.options.has('insecure-http'));
-    credential = findToken(upstream.host);
+    credential = findToken(upstream.host, syncCredentials());
   } catch (e) {
     if (e instanceof SyncUsageError) throw new UsageError(e.message);
     throw e;
@@ -42,14 +42,13 @@ export async function sync(argv: string[]): Promise<number> {
     throw new UsageError(`no token for ${upstream.host}: set EXPLORER_SYNC_TOKEN, or TF_TOKEN_… or credentials.tfrc.json as the engine's CLI reads them (docs/sync.md)`);
   }
   const config = loadConfig();
-  const concurrency = Number(process.env.SYNC_CONCURRENCY ?? 2);
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError('SYNC_CONCURRENCY must be a whole number ≥ 1');
-  const backoffMs = Number(process.env.SYNC_BACKOFF_MS ?? 500);
-  if (!Number.isInteger(backoffMs) || backoffMs < 1) throw new UsageError('SYNC_BACKOFF_MS must be a whole number of milliseconds ≥ 1');
-  const idleMs = Number(process.env.SYNC_IDLE_TIMEOUT_MS ?? 60_000);
-  if (!Number.isInteger(idleMs) || idleMs < 1) throw new UsageError('SYNC_IDLE_TIMEOUT_MS must be a whole number of milliseconds ≥ 1');
-  const memoryLimit = process.env.SYNC_MEMORY_LIMIT || SYNC_MEMORY_LIMIT;
-  if (!/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(memoryLimit)) throw new UsageError(`SYNC_MEMORY_LIMIT must be a size such as 300MB or 1GB, not ${JSON.stringify(memoryLimit)}`);
+  let settings;
+  try {
+    settings = loadSyncSettings();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { concurrency, backoffMs, idleTimeoutMs: idleMs, memoryLimit } = settings;
   const stop = new AbortController();
   const onSignal = () => stop.abort(new Error('stopped'));
   process.once('SIGTERM', onSignal);

@@ -6,6 +6,7 @@
 // one JSON line: where a writer's time goes, statement by statement (docs/development.md).
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { appendFileSync } from 'node:fs';
+import { statementTimesFile } from '../config.js';
 
 export interface Interruptible {
   run(sql: string): Promise<unknown>;
@@ -17,7 +18,7 @@ export interface Interruptible {
 
 
 async function timed<T>(sql: string, body: () => Promise<T>): Promise<T> {
-  const timesFile = process.env.EXPLORER_STATEMENT_TIMES;
+  const timesFile = statementTimesFile();
   if (!timesFile) return body();
   const started = performance.now();
   try {

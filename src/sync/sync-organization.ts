@@ -14,6 +14,7 @@ import { Limiter, PinnedSnapshotGoneError, readViewCsv, SYNCED_VIEWS, ViewMissin
 import { stageRebuilt, writeHeldView, writeRebuilt, type ViewFiles } from './rebuild-source.js';
 import type { Upstream } from './upstream-endpoint.js';
 import { sqlLiteral } from '../duckdb/sql.js';
+import { SYNC_MEMORY_LIMIT } from '../config.js';
 
 export interface SyncOptions {
   upstream: Upstream;
@@ -71,9 +72,6 @@ interface Previous {
   /** A Parquet file of (id, hi, lo) per workspace. */
   digests: string;
 }
-
-/** The sync's DuckDB memory when none is given (docs/sync.md §5: the lowest the largest organization's first load completes with). */
-export const SYNC_MEMORY_LIMIT = '300MB';
 
 /**
  * The first sync's load, made to fit a small machine: DuckDB under the sync's limit on one thread (on two,

@@ -1,8 +1,9 @@
 // Where a sync reads from and with which token: the upstream's address checked before any request, and the
-// token found as the engine's own CLI finds it (docs/sync.md). Pure but for the environment and one file read.
+// token found as the engine's own CLI finds it (docs/sync.md). Pure but for one file read: the variables it
+// looks in come from config.ts (syncCredentials).
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { SyncCredentials } from '../config.js';
 
 export class SyncUsageError extends Error {}
 
@@ -43,13 +44,13 @@ export type TokenSource = 'EXPLORER_SYNC_TOKEN' | `TF_TOKEN_${string}` | 'creden
  * The token for `host`, first found wins: EXPLORER_SYNC_TOKEN, TF_TOKEN_<host>, then the CLI's credentials
  * file (`$TF_CLI_CONFIG_DIR` or `~/.terraform.d`, `credentials.tfrc.json`). Null when none has one.
  */
-export function findToken(host: string, env: NodeJS.ProcessEnv = process.env): { token: string; source: TokenSource } | null {
-  if (env.EXPLORER_SYNC_TOKEN) return { token: env.EXPLORER_SYNC_TOKEN, source: 'EXPLORER_SYNC_TOKEN' };
+export function findToken(host: string, credentials: SyncCredentials): { token: string; source: TokenSource } | null {
+  if (credentials.syncToken) return { token: credentials.syncToken, source: 'EXPLORER_SYNC_TOKEN' };
   const variable = tokenVariable(host);
   // The CLI matches the variable's name case-insensitively for the host part: so do we.
-  const named = Object.keys(env).find((k) => k.toLowerCase() === variable.toLowerCase() && env[k]);
-  if (named) return { token: env[named]!, source: variable as TokenSource };
-  const file = join(env.TF_CLI_CONFIG_DIR ?? join(env.HOME ?? homedir(), '.terraform.d'), 'credentials.tfrc.json');
+  const named = Object.keys(credentials.hostTokens).find((k) => k.toLowerCase() === variable.toLowerCase());
+  if (named) return { token: credentials.hostTokens[named]!, source: variable as TokenSource };
+  const file = join(credentials.cliConfigDir, 'credentials.tfrc.json');
   let text: string;
   try { text = readFileSync(file, 'utf8'); } catch { return null; }
   let parsed: unknown;

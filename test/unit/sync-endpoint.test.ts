@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findToken, parseUpstream, SyncUsageError, tokenVariable } from '../../src/sync/upstream-endpoint.js';
+import { syncCredentials } from '../../src/config.js';
 
 describe('sync endpoint and credentials', () => {
   it('allows plain http to loopback only, in any form the URL parser reads as loopback', () => {
@@ -32,15 +33,15 @@ describe('sync endpoint and credentials', () => {
     try {
       writeFileSync(join(dir, 'credentials.tfrc.json'), JSON.stringify({ credentials: { 'app.terraform.io': { token: 'from-file' } } }));
       const base = { TF_CLI_CONFIG_DIR: dir };
-      expect(findToken('app.terraform.io', { ...base, EXPLORER_SYNC_TOKEN: 'explicit', TF_TOKEN_app_terraform_io: 'from-env' }))
+      expect(findToken('app.terraform.io', syncCredentials({ ...base, EXPLORER_SYNC_TOKEN: 'explicit', TF_TOKEN_app_terraform_io: 'from-env' })))
         .to.deep.equal({ token: 'explicit', source: 'EXPLORER_SYNC_TOKEN' });
-      expect(findToken('app.terraform.io', { ...base, TF_TOKEN_app_terraform_io: 'from-env' }))
+      expect(findToken('app.terraform.io', syncCredentials({ ...base, TF_TOKEN_app_terraform_io: 'from-env' })))
         .to.deep.equal({ token: 'from-env', source: 'TF_TOKEN_app_terraform_io' });
-      expect(findToken('app.terraform.io', base)).to.deep.equal({ token: 'from-file', source: 'credentials.tfrc.json' });
+      expect(findToken('app.terraform.io', syncCredentials(base))).to.deep.equal({ token: 'from-file', source: 'credentials.tfrc.json' });
       // Another host's variable or entry is not this host's.
-      expect(findToken('other.example.com', { ...base, TF_TOKEN_app_terraform_io: 'from-env' })).to.equal(null);
+      expect(findToken('other.example.com', syncCredentials({ ...base, TF_TOKEN_app_terraform_io: 'from-env' }))).to.equal(null);
       // ~/.terraform.d when TF_CLI_CONFIG_DIR is not set.
-      expect(findToken('app.terraform.io', { HOME: join(dir, 'nowhere') })).to.equal(null);
+      expect(findToken('app.terraform.io', syncCredentials({ HOME: join(dir, 'nowhere') }))).to.equal(null);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
