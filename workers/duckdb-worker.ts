@@ -6,7 +6,7 @@ import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { getHeapStatistics } from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
-import { encodeCursor } from '../src/query/cursor.js';
+import { cursorRows, nextCursor } from '../src/query/cursor.js';
 import { pageNavigation } from '../src/query/links.js';
 import { pageJson, pageRows } from './page-json.js';
 import { Engine, type Attached } from './engine.js';
@@ -164,18 +164,21 @@ async function page(task: PageTask): Promise<PageResult> {
     // much as the query, and a second buffer there for the envelope made its collector run every few pages.
     const { number, size, base, carried, cursor } = task.document;
     let next: string | null = null;
-    if (cursor && all.length > size) {
+    const shown = cursor ? cursorRows(all, size) : { rows: all, more: false };
+    if (cursor && shown.more) {
       // The row past the page's size only says that another follows: the next cursor names the page's last row.
-      all = all.slice(0, size);
+      all = shown.rows;
       const keysAt = 1 + (task.valueIndexes ? 1 : task.attributes.length);
-      let after = all.at(-1)!.slice(keysAt, keysAt + cursor.keyCount) as (string | null)[];
+      const last = all.at(-1)!;
       if (task.cursorKeys) {
         // Sought by position: the row's sort term values, read by its position, then the position in its layout.
         const { statement, layout } = task.cursorKeys;
-        const terms = (await slot.readAll(statement.sql, [...statement.params, after[0]!], aliases)).getRows()[0] as (string | null)[];
-        after = [...terms, after[0]!, layout];
+        const position = last[keysAt] as string;
+        const terms = (await slot.readAll(statement.sql, [...statement.params, position], aliases)).getRows()[0]!;
+        next = nextCursor(cursor, terms, 0, undefined, [position, layout]);
+      } else {
+        next = nextCursor(cursor, last, keysAt, cursor.keyCount);
       }
-      next = encodeCursor({ scope: cursor.scope, snapshots: cursor.snapshots, after });
     }
     const { links, pagination } = pageNavigation(base, carried, { number, size }, total, cursor && { received: cursor.received, next });
     const body = pageJson(all, task, '{"data":', `,"links":${JSON.stringify(links)},"meta":${JSON.stringify({ pagination })}}`);

@@ -9,7 +9,6 @@ import type { QueryPool } from '../pool/query-pool.js';
 import { clientClosed, overloaded, runPage } from '../pool/run-page.js';
 import { compileQuery, queryTerms, type ExportFormat } from '../query/compile.js';
 import type { Query } from '../query/query.js';
-import { decodeQueryString } from '../query/query-string.js';
 import { attachments, type SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { Attachment, Statement } from '../../workers/protocol.js';
 import type { RequestState } from './state.js';
@@ -17,7 +16,7 @@ import { readAsOf } from './time-travel.js';
 import type { ResponseCache } from './response-cache.js';
 import { JSONAPI } from './jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from './etag.js';
-import { queryScope, snapshotWalk } from './cursor-walk.js';
+import { namesSnapshot, queryScope, snapshotWalk } from './cursor-walk.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -54,9 +53,8 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
  * page (page[after]) reads the snapshot of its walk.
  */
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
-  const params = decodeQueryString(ctx.querystring);
   const terms = queryTerms(query);
-  const walk = await snapshotWalk(ctx, deps.snapshots, params, ['rows', ...queryScope(query)], terms, true);
+  const walk = await snapshotWalk(ctx, deps.snapshots, query.page.cursor, namesSnapshot(carried), ['rows', ...queryScope(query)], terms, true);
   if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;

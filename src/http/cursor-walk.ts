@@ -1,4 +1,5 @@
 // page[after] (docs/data-out.md): a walk of cursor pages over one query, pinned to the snapshots it began on.
+// The query parser reads page[after] (Page.cursor); here it is checked against the walk and its snapshots held.
 import type { ParameterizedContext } from 'koa';
 import { badParameter } from '../errors.js';
 import type { SortTerm } from '../query/compile.js';
@@ -19,15 +20,6 @@ export interface Walk {
   after: (string | null)[];
   /** The snapshots the walk reads, as the next cursor names them. */
   snapshots: string[];
-}
-
-/** page[after] as received, or undefined for a numbered page; with page[number] too, a 400 naming `page`. */
-export function pageAfter(params: ReadonlyMap<string, string>): string | undefined {
-  const after = params.get('page[after]');
-  if (after !== undefined && params.has('page[number]')) {
-    throw badParameter('page', 'Give page[number] or page[after], not both: page[after] walks the rows by cursor, page[number] by page number.');
-  }
-  return after;
 }
 
 const conditionsKey = (conditions: readonly Condition[]) => conditions.map((c) => [c.field.name, c.operator, c.values]);
@@ -82,17 +74,20 @@ export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received:
   return { scope, after: cursor.after, snapshots };
 }
 
+/** Whether a request names the snapshot it reads (`snapshot` or `as_of`), from the parameters its links carry. */
+export const namesSnapshot = (carried: readonly [string, string][]) => carried.some(([k]) => k === 'snapshot' || k === 'as_of');
+
 /**
- * A cursor page of one snapshot (queries, saved-view results, summaries): the request reads the walk's
- * snapshot. `snapshot` or `as_of` may name it again (links carry them); naming another is a 400.
+ * A cursor page of one snapshot (queries, saved-view results, summaries): `received` is the query's
+ * page[after] (Page.cursor; none: a numbered page), and the request reads the walk's snapshot. `snapshot` or
+ * `as_of` may name it again (`named`: links carry them); naming another is a 400.
  */
-export async function snapshotWalk(ctx: Ctx, registry: SnapshotRegistry, params: ReadonlyMap<string, string>, scopeParts: unknown[], terms: readonly SortTerm[], position = false): Promise<Walk | undefined> {
-  const received = pageAfter(params);
+export async function snapshotWalk(ctx: Ctx, registry: SnapshotRegistry, received: string | undefined, named: boolean, scopeParts: unknown[], terms: readonly SortTerm[], position = false): Promise<Walk | undefined> {
   if (received === undefined) return undefined;
   const { scope, after, snapshots } = await resumeWalk(ctx, registry, received, scopeParts, terms, position);
   const pinned = snapshots?.[0];
   if (pinned && pinned.id !== ctx.state.lease!.snapshot.id) {
-    if (params.has('snapshot') || params.has('as_of')) {
+    if (named) {
       throw refused(`page[after] reads snapshot ${pinned.id}, and the request names ${ctx.state.lease!.snapshot.id}: a walk keeps the snapshot it began on.`);
     }
     readSnapshot(ctx, registry, pinned);

@@ -23,6 +23,26 @@ export const cursorScope = (parts: unknown): string => createHash('sha256').upda
 export const encodeCursor = (cursor: Cursor): string =>
   Buffer.from(JSON.stringify([1, cursor.scope, cursor.snapshots, cursor.after])).toString('base64url');
 
+/** What a walk's next cursor is made of besides its row: the walk's scope and the snapshots it reads. */
+export type WalkScope = Pick<Cursor, 'scope' | 'snapshots'>;
+
+/**
+ * A cursor page reads one row more than it shows, to know whether another page follows: the rows it shows,
+ * and whether there are more.
+ */
+export function cursorRows<R>(rows: R[], size: number): { rows: R[]; more: boolean } {
+  return rows.length > size ? { rows: rows.slice(0, size), more: true } : { rows, more: false };
+}
+
+/**
+ * The cursor of the page after the one whose last row is `row`: the row's sort term values (from `keysAt`,
+ * `count` of them, or to the row's end), then `extra` (a row sought by position adds its position and layout).
+ */
+export function nextCursor(walk: WalkScope, row: readonly unknown[], keysAt: number, count?: number, extra: readonly (string | null)[] = []): string {
+  const terms = row.slice(keysAt, count === undefined ? undefined : keysAt + count) as (string | null)[];
+  return encodeCursor({ scope: walk.scope, snapshots: walk.snapshots, after: [...terms, ...extra] });
+}
+
 const isText = (v: unknown): v is string => typeof v === 'string';
 
 /** Reads a cursor's text; a CursorError says what is wrong with it. */

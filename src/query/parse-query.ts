@@ -16,6 +16,15 @@ export interface ParsedRequest {
 
 const splitList = (text: string) => text.split(',').map((s) => s.trim());
 
+/** page[after] as received, or undefined for a numbered page; with page[number] too, a 400 naming `page`. */
+export function readPageAfter(params: ReadonlyMap<string, string>): string | undefined {
+  const after = params.get('page[after]');
+  if (after !== undefined && params.has('page[number]')) {
+    throw badParameter('page', 'Give page[number] or page[after], not both: page[after] walks the rows by cursor, page[number] by page number.');
+  }
+  return after;
+}
+
 /** Parses decoded query parameters; throws a 400 ApiError naming the offending parameter. */
 export function parseQueryParameters(engine: string, params: Map<string, string>): ParsedRequest {
   const type = params.get('type');
@@ -70,5 +79,7 @@ export function parseQueryParameters(engine: string, params: Map<string, string>
       return { parameter: path.split('/')[1] ?? 'query' };
     },
   };
-  return { query: validateQuery(engine, type, doc, origin), carried };
+  const query = validateQuery(engine, type, doc, origin);
+  const cursor = readPageAfter(params);
+  return { query: cursor === undefined ? query : { ...query, page: { ...query.page, cursor } }, carried };
 }

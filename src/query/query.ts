@@ -36,6 +36,8 @@ export interface Query {
 export interface Page {
   number: number;
   size: number;
+  /** page[after] as received (`''`: from the start): a cursor page. The walk (http/cursor-walk.ts) reads it into `after`. */
+  cursor?: string;
   after?: readonly (string | null)[];
 }
 

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { compileChanges } from '../../src/query/compile-history.js';
 import { compileSummary } from '../../src/query/compile-summary.js';
 import { compileQuery, keysetAfter, queryTerms, type SqlValue } from '../../src/query/compile.js';
-import { CursorError, cursorScope, decodeCursor, encodeCursor, readableAs } from '../../src/query/cursor.js';
+import { CursorError, cursorRows, cursorScope, decodeCursor, encodeCursor, nextCursor, readableAs } from '../../src/query/cursor.js';
 import { parseQueryParameters } from '../../src/query/parse-query.js';
 import { decodeQueryString } from '../../src/query/query-string.js';
 import { parseSummary } from '../../src/query/summary.js';
@@ -32,6 +32,22 @@ describe('cursors', () => {
       Buffer.from('[1,"x",["s"],[1]]').toString('base64url'), Buffer.from('[1,7,["s"],["1"]]').toString('base64url'), Buffer.from('null').toString('base64url'),
     ];
     for (const text of bad) expect(() => decodeCursor(text), text).to.throw(CursorError);
+  });
+
+  it('are read where page[number] is, never both', () => {
+    expect(query('type=workspaces&page[after]=').page.cursor).to.equal('');
+    expect(query('type=workspaces&page[after]=abc&page[size]=5').page).to.include({ cursor: 'abc', size: 5 });
+    expect(query('type=workspaces&page[number]=2').page.cursor).to.equal(undefined);
+    expect(() => query('type=workspaces&page[after]=&page[number]=1')).to.throw().with.property('status', 400);
+  });
+
+  it('are made in one place: the page\'s rows past its size say whether more follow, its last row names the next', () => {
+    expect(cursorRows([[1], [2], [3]], 2)).to.deep.equal({ rows: [[1], [2]], more: true });
+    expect(cursorRows([[1], [2]], 2)).to.deep.equal({ rows: [[1], [2]], more: false });
+    const walk = { scope: 's', snapshots: ['a'] };
+    expect(decodeCursor(nextCursor(walk, ['json', 'x', null, 'ignored'], 1, 2))).to.deep.equal({ ...walk, after: ['x', null] });
+    expect(decodeCursor(nextCursor(walk, ['json', 'x', 'y'], 1))).to.deep.equal({ ...walk, after: ['x', 'y'] });
+    expect(decodeCursor(nextCursor(walk, ['t1'], 0, undefined, ['42', 'layout']))).to.deep.equal({ ...walk, after: ['t1', '42', 'layout'] });
   });
 
   it('scope by every part given, in order', () => {

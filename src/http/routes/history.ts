@@ -6,10 +6,10 @@ import { VIEW_NAMES } from '../../catalog/catalog.js';
 import { runRows } from '../../pool/run-page.js';
 import { changesColumns, compileChanges, compileTrend } from '../../query/compile-history.js';
 import { pageLinks, pageNavigation, pagination } from '../../query/links.js';
-import { encodeCursor } from '../../query/cursor.js';
+import { cursorRows, nextCursor } from '../../query/cursor.js';
 import { EXPORT_FORMATS, queryTerms, type ExportFormat } from '../../query/compile.js';
 import { badParameter } from '../../errors.js';
-import { pageAfter, queryScope, resumeWalk, type Walk } from '../cursor-walk.js';
+import { queryScope, resumeWalk, type Walk } from '../cursor-walk.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -53,7 +53,7 @@ async function changePair(ctx: Ctx, deps: ExplorerDeps, params: ReadonlyMap<stri
  * `from` / `to` (links carry them) may name again but not otherwise.
  */
 async function changesWalk(ctx: Ctx, deps: ExplorerDeps, query: Query, params: ReadonlyMap<string, string>) {
-  const received = pageAfter(params);
+  const received = query.page.cursor;
   if (received === undefined) return { pair: await changePair(ctx, deps, params), walk: undefined };
   const resumed = await resumeWalk(ctx, deps.snapshots, received, ['changes', ...queryScope(query)], queryTerms(query));
   const named = CHANGE_PARAMETERS.some((p) => params.has(p));
@@ -87,17 +87,16 @@ async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: H
     }, ctx.res);
     metered.seconds = (performance.now() - started) / 1000;
     const [added, removed, changed] = (rows![0]!.slice(0, 3) as bigint[]).map(Number) as [number, number, number];
-    let pageRows = rows!.filter((r) => r[3] !== null).map((r) => r.slice(3));
-    // A cursor page reads one row more than it shows: whether another follows. Its sort term values come after the row's.
-    const more = walk !== undefined && pageRows.length > query.page.size;
-    if (more) pageRows = pageRows.slice(0, query.page.size);
+    const found = rows!.filter((r) => r[3] !== null).map((r) => r.slice(3));
+    // A cursor page reads one row more than it shows. Each row's sort term values come after its own.
+    const { rows: pageRows, more } = walk ? cursorRows(found, query.page.size) : { rows: found, more: false };
     const attributes = query.fields.map((f) => f.attribute);
     const side = (json: unknown) => (json === null ? 'null' : rowAttributes(json as string, attributes, compiled.valueIndexes));
     const items = pageRows!.map(([id, change, names, before, after]) =>
       `{"id":${JSON.stringify(id)},"type":"explorer-changes","attributes":{"change":${JSON.stringify(change)},`
       + `"changed-fields":${JSON.stringify(names === '' ? [] : (names as string).split(', '))},"before":${side(before)},"after":${side(after)}}}`);
     const total = added + removed + changed;
-    const next = more ? encodeCursor({ scope: walk.scope, snapshots: walk.snapshots, after: pageRows.at(-1)!.slice(5) as (string | null)[] }) : null;
+    const next = walk && more ? nextCursor(walk, pageRows.at(-1)!, 5) : null;
     const { links: pageLinksOf, pagination: meta } = pageNavigation(base, links, query.page, total, walk && { received: walk.received, next });
     const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(pageLinksOf)},`
       + `"meta":${JSON.stringify({ pagination: meta, from: from.id, to: to.id, counts: { added, removed, changed } })}}`);

@@ -18,6 +18,7 @@ import { EXPORT_FORMATS } from '../../query/compile.js';
 import { historyRoutes } from './history.js';
 import { savedSummaryRoutes } from './summary.js';
 import { travel } from '../time-travel.js';
+import { readPageAfter } from '../../query/parse-query.js';
 
 type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string> };
 
@@ -109,7 +110,9 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     const page: { number?: string; size?: string } = {};
     if (params.has('page[number]')) page.number = params.get('page[number]')!;
     if (params.has('page[size]')) page.size = params.get('page[size]')!;
-    return validateSavedQuery(config.engine, view.queryType, sourceOfStored(view.query), page);
+    const query = validateSavedQuery(config.engine, view.queryType, sourceOfStored(view.query), page);
+    const cursor = readPageAfter(params);
+    return cursor === undefined ? query : { ...query, page: { ...query.page, cursor } };
   }
 
   router.get('/explorer/views/:view_id/results', async (ctx) => {

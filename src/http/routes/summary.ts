@@ -6,8 +6,8 @@ import type { ParameterizedContext } from 'koa';
 import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
 import { compileSummary, summaryColumns, summaryGroupId, summaryTerms } from '../../query/compile-summary.js';
-import { encodeCursor } from '../../query/cursor.js';
-import { queryScope, snapshotWalk } from '../cursor-walk.js';
+import { cursorRows, nextCursor } from '../../query/cursor.js';
+import { namesSnapshot, queryScope, snapshotWalk } from '../cursor-walk.js';
 import { EXPORT_FORMATS, type CompileTarget, type ExportFormat } from '../../query/compile.js';
 import { pageNavigation } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
@@ -41,7 +41,7 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
   const organization = ctx.state.organization!;
   const terms = summaryTerms(summary);
   const scope = ['summary', ...queryScope(summary.query), summary.groups.map((g) => g.spelling), summary.sums.map((f) => f.name), summary.sort];
-  const walk = await snapshotWalk(ctx, deps.snapshots, decodeQueryString(ctx.querystring), scope, terms);
+  const walk = await snapshotWalk(ctx, deps.snapshots, summary.query.page.cursor, namesSnapshot(carried), scope, terms);
   if (walk) summary = { ...summary, query: { ...summary.query, page: { ...summary.query.page, after: walk.after } } };
   const { snapshot, target } = summaryTarget(ctx, summary);
   const { query, groups, sums } = summary;
@@ -64,8 +64,8 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
     const first = walk ? walk.after.length === 0 : query.page.number === 1;
     const totals = rows.length > 0 ? rows[0]! : !first ? (await run(compiled.totals))[0]! : [0, 0];
     // A cursor page reads one row more than it shows: whether another follows.
-    const more = walk !== undefined && rows.length > query.page.size;
-    if (more) rows = rows.slice(0, query.page.size);
+    const shown = walk ? cursorRows(rows, query.page.size) : { rows, more: false };
+    rows = shown.rows;
     metered.seconds = (performance.now() - started) / 1000;
     const [groupCount, matched] = totals.slice(0, 2).map(Number) as [number, number];
     const items = rows.map((r) => {
@@ -81,7 +81,7 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
     });
     // Each row's sort term values follow its groups' CSV and JSON values, its count and its sums.
     const keysAt = 2 + 2 * groups.length + 1 + sums.length;
-    const next = more ? encodeCursor({ scope: walk.scope, snapshots: walk.snapshots, after: rows.at(-1)!.slice(keysAt) as (string | null)[] }) : null;
+    const next = walk && shown.more ? nextCursor(walk, rows.at(-1)!, keysAt) : null;
     const { links, pagination: meta } = pageNavigation(base, carried, query.page, groupCount, walk && { received: walk.received, next });
     const body = Buffer.from(`{"data":[${items.join(',')}],"links":${JSON.stringify(links)},`
       + `"meta":${JSON.stringify({ pagination: meta, rows: matched, groups: groupCount })}}`);
