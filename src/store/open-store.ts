@@ -15,9 +15,9 @@ type StoreConfig = Pick<Config, 'dataDir'> & Partial<Pick<Config, 'redisUrl' | '
  */
 export async function openStateStore(config: StoreConfig, redis?: RedisConnection, logger: Logger = silentLogger): Promise<StateStore> {
   if (!redisConfigured(config)) return openJournalStore(join(config.dataDir, 'state'));
-  const [{ connectRedis, whenReady }, { RedisStateStore }] = await Promise.all([import('../redis.js'), import('./redis-store.js')]);
+  const [{ connectRedis, whenReady }, { redisStateStore }] = await Promise.all([import('../redis.js'), import('./redis-store.js')]);
   const options = (connection: RedisConnection) => ({ clustered: connection.clustered, waitReplicas: config.redisWaitReplicas ?? 0, waitMs: config.redisWaitMs ?? 2000 });
-  if (redis) return new RedisStateStore(redis.client, config.redisPrefix, options(redis));
+  if (redis) return redisStateStore(redis.client, config.redisPrefix, options(redis));
   const own = connectRedis(config, logger);
   try {
     await whenReady(own, 5000);
@@ -25,5 +25,5 @@ export async function openStateStore(config: StoreConfig, redis?: RedisConnectio
     await own.close();
     throw e;
   }
-  return new RedisStateStore(own.client, config.redisPrefix, { ...options(own), onClose: () => own.close() });
+  return redisStateStore(own.client, config.redisPrefix, { ...options(own), onClose: () => own.close() });
 }

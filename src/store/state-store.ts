@@ -210,3 +210,36 @@ export interface NotifierStore {
 export interface StateStore extends TokenStore, SavedViewStore, NotificationConfigurationStore, NotifierStore {
   close(): Promise<void>;
 }
+
+/** A backend's four parts, one per concern (journal/ and redis/ each have a file for each). */
+export interface StoreParts {
+  tokens: TokenStore;
+  views: SavedViewStore;
+  configurations: NotificationConfigurationStore;
+  notifier: NotifierStore;
+}
+
+/** Each part's methods by name: what `storeOf` puts together. */
+const METHODS = {
+  tokens: ['putToken', 'getToken', 'listTokens', 'revokeToken'],
+  views: ['listViews', 'listViewOrganizations', 'getView', 'createView', 'updateView', 'deleteView'],
+  configurations: ['listNotificationConfigurations', 'getNotificationConfiguration', 'createNotificationConfiguration',
+    'updateNotificationConfiguration', 'deleteNotificationConfiguration'],
+  notifier: ['notifierCursor', 'recordChecked', 'queueNotifications', 'pendingNotifications', 'recordAttempt', 'recordResponse',
+    'deliveryResponses', 'takeNotifierLease', 'releaseNotifierLease'],
+} as const satisfies { [K in keyof StoreParts]: readonly (keyof StoreParts[K])[] };
+
+// Fails to compile when a method of the contract is in no part's list.
+type Unlisted = Exclude<keyof StateStore, (typeof METHODS)[keyof typeof METHODS][number] | 'close'>;
+const everyMethodListed: [Unlisted] extends [never] ? true : never = true;
+void everyMethodListed;
+
+/** A StateStore made of a backend's parts: each method is its part's. */
+export function storeOf(parts: StoreParts, close: () => Promise<void>): StateStore {
+  const store: Record<string, unknown> = { close };
+  for (const concern of Object.keys(METHODS) as (keyof StoreParts)[]) {
+    const part = parts[concern] as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of METHODS[concern]) store[name] = part[name]!.bind(part);
+  }
+  return store as unknown as StateStore;
+}

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { openJournalStore } from '../../src/store/journal-store.js';
-import { RedisStateStore } from '../../src/store/redis-store.js';
+import { redisStateStore } from '../../src/store/redis-store.js';
 import {
   DELIVERY_RESPONSES_KEPT, MAX_CONFIGURATIONS_PER_VIEW, NameTakenError, TooManyConfigurationsError,
   type DeliveryResponse, type NotificationConfiguration, type PendingNotification, type SavedQuery, type SavedView, type StateStore, type TokenRecord,
@@ -693,14 +693,14 @@ describe('StateStore implementations', function () {
     const r = redis!;
     const prefix = `${r.prefix}${++seq}:`;
     let client = new Redis(r.url, { lazyConnect: false });
-    let store = new RedisStateStore(client, prefix);
+    let store = redisStateStore(client, prefix);
     return {
       store,
       async reopen() {
         await store.close();
         await client.quit();
         client = new Redis(r.url);
-        store = new RedisStateStore(client, prefix);
+        store = redisStateStore(client, prefix);
         return store;
       },
       async cleanup() {
@@ -725,14 +725,14 @@ describe('StateStore implementations', function () {
     const prefix = `${c.prefix}${++seq}:`;
     const options = { clustered: true, waitReplicas: 1, waitMs: 5000 };
     let client = c.connect();
-    let store = new RedisStateStore(client, prefix, options);
+    let store = redisStateStore(client, prefix, options);
     return {
       store,
       async reopen() {
         await store.close();
         client.disconnect();
         client = c.connect();
-        store = new RedisStateStore(client, prefix, options);
+        store = redisStateStore(client, prefix, options);
         return store;
       },
       async cleanup() {
