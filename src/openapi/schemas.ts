@@ -37,6 +37,21 @@ const OPERATOR_MEANING: Readonly<Record<Operator, string>> = {
 
 const regexEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** An object of exactly `properties`, `required` of them (all unless given). */
+const closed = (properties: Json, required: string[] = Object.keys(properties), more: Json = {}): Json =>
+  ({ type: 'object', required, additionalProperties: false, properties, ...more });
+
+/** A JSON:API resource: its `id`, its `type` (one constant) and its `attributes`; `relationships` when given. */
+const resource = (id: Json, type: string, attributes: Json, relationships?: Json): Json =>
+  closed({ id, type: { const: type }, attributes, ...(relationships ? { relationships } : {}) });
+
+/** A document of one resource of schema `name`. */
+const documentOf = (name: string): Json => closed({ data: ref(name) });
+
+/** A page of resources of schema `name`, with the page links and `meta` (the pagination unless given). */
+const pageOf = (name: string, meta: Json = ref('PageMeta')): Json =>
+  closed({ data: { type: 'array', items: ref(name), maxItems: MAX_PAGE_SIZE }, links: ref('PageLinks'), meta });
+
 /** The draft-07 `$id`/`$schema` of the catalog's schemas have no place inside an OpenAPI document. */
 function bare(schema: Json): Json {
   const { $id: _id, $schema: _schema, ...rest } = schema;
@@ -121,27 +136,10 @@ function viewSchemas(view: View): Record<string, Json> {
       properties: attributes,
     },
     [`Row.${view.name}`]: {
-      type: 'object',
+      ...resource({ type: 'string', description: 'Row id (interface §3).' }, view.rowType, ref(`Attributes.${view.name}`)),
       description: `${view.description} Default sort: \`${view.defaultSort.join(',')}\`, then the row id.`,
-      required: ['id', 'type', 'attributes'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string', description: 'Row id (interface §3).' },
-        type: { const: view.rowType },
-        attributes: ref(`Attributes.${view.name}`),
-      },
     },
-    [`Page.${view.name}`]: {
-      type: 'object',
-      description: `One page of the ${view.name} view.`,
-      required: ['data', 'links', 'meta'],
-      additionalProperties: false,
-      properties: {
-        data: { type: 'array', items: ref(`Row.${view.name}`), maxItems: MAX_PAGE_SIZE },
-        links: ref('PageLinks'),
-        meta: ref('PageMeta'),
-      },
-    },
+    [`Page.${view.name}`]: { ...pageOf(`Row.${view.name}`), description: `One page of the ${view.name} view.` },
     [`Sort.${view.name}`]: {
       type: 'string',
       description: `Sort keys of the ${view.name} view, comma-separated, \`-\` for descending; at most ${maxSort}. Fields: ${names.join(', ')}.`,
@@ -286,97 +284,43 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
       sort: { type: 'array', minItems: 1, items: { type: 'string' } },
     },
   };
-  out.SavedView = {
-    type: 'object',
-    required: ['id', 'type', 'attributes'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', pattern: '^sq-[0-9A-Za-z]{16}$' },
-      type: { const: SAVED_VIEW_TYPE },
-      attributes: {
-        type: 'object',
-        required: ['name', 'created-at', 'updated-at', 'query', 'query-type'],
-        additionalProperties: false,
-        properties: {
-          name: { type: 'string', minLength: 1, maxLength: 255, description: 'Unique within the organization, trimmed.' },
-          'created-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
-          'updated-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
-          query: ref('SavedQuery'),
-          'query-type': ref('ViewType'),
-        },
-      },
+  const savedAt = { type: 'string', format: 'date-time', pattern: SAVED_DATETIME };
+  out.SavedView = resource({ type: 'string', pattern: '^sq-[0-9A-Za-z]{16}$' }, SAVED_VIEW_TYPE, closed({
+    name: { type: 'string', minLength: 1, maxLength: 255, description: 'Unique within the organization, trimmed.' },
+    'created-at': savedAt,
+    'updated-at': savedAt,
+    query: ref('SavedQuery'),
+    'query-type': ref('ViewType'),
+  }));
+  out.NotificationConfiguration = resource({ type: 'string', pattern: '^nc-[0-9A-Za-z]{16}$' }, 'notification-configurations', closed({
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    enabled: { type: 'boolean' },
+    'destination-type': { enum: ['generic', 'slack', 'microsoft-teams'] },
+    url: { type: 'string' },
+    token: { type: 'null', description: 'Write-only: always answered as null.' },
+    triggers: { type: 'array', minItems: 1, items: { enum: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed', 'explorer:threshold'] } },
+    threshold: {
+      oneOf: [{ type: 'null' }, closed({ measure: { type: 'string', description: '`count`, or `sum:<number field of the view>`.' }, above: { type: 'number' }, below: { type: 'number' } }, ['measure'])],
     },
-  };
-  out.NotificationConfiguration = {
-    type: 'object',
-    required: ['id', 'type', 'attributes', 'relationships'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', pattern: '^nc-[0-9A-Za-z]{16}$' },
-      type: { const: 'notification-configurations' },
-      attributes: {
-        type: 'object',
-        required: ['name', 'enabled', 'destination-type', 'url', 'token', 'triggers', 'threshold', 'delivery-responses', 'created-at', 'updated-at'],
-        additionalProperties: false,
-        properties: {
-          name: { type: 'string', minLength: 1, maxLength: 255 },
-          enabled: { type: 'boolean' },
-          'destination-type': { enum: ['generic', 'slack', 'microsoft-teams'] },
-          url: { type: 'string' },
-          token: { type: 'null', description: 'Write-only: always answered as null.' },
-          triggers: { type: 'array', minItems: 1, items: { enum: ['explorer:rows-added', 'explorer:rows-removed', 'explorer:rows-changed', 'explorer:threshold'] } },
-          threshold: {
-            oneOf: [{ type: 'null' }, {
-              type: 'object', required: ['measure'], additionalProperties: false,
-              properties: { measure: { type: 'string', description: '`count`, or `sum:<number field of the view>`.' }, above: { type: 'number' }, below: { type: 'number' } },
-            }],
-          },
-          'delivery-responses': { type: 'array', maxItems: 10, items: ref('DeliveryResponse'), description: 'The last tries, verifications included, newest first.' },
-          'created-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
-          'updated-at': { type: 'string', format: 'date-time', pattern: SAVED_DATETIME },
-        },
-      },
-      relationships: {
-        type: 'object',
-        required: ['subscribable'],
-        additionalProperties: false,
-        properties: {
-          subscribable: {
-            type: 'object', required: ['data'], additionalProperties: false,
-            properties: { data: { type: 'object', required: ['id', 'type'], additionalProperties: false, properties: { id: { type: 'string' }, type: { const: SAVED_VIEW_TYPE } } } },
-          },
-        },
-      },
-    },
-  };
-  out.DeliveryResponse = {
-    type: 'object',
-    required: ['url', 'code', 'body', 'headers', 'sent-at', 'successful', 'attempt'],
-    additionalProperties: false,
-    properties: {
-      url: { type: 'string' },
-      code: { type: ['integer', 'null'], description: 'The receiver\'s status; null when none came (refused, timed out, an address not allowed).' },
-      body: { type: 'string', maxLength: 1024, description: 'The first 1,024 bytes of the receiver\'s body, or why no answer came.' },
-      headers: { type: 'object', additionalProperties: false, properties: { 'content-type': { type: 'string' }, 'retry-after': { type: 'string' } } },
-      'sent-at': { type: 'string', format: 'date-time' },
-      successful: { type: 'boolean' },
-      attempt: { type: 'integer', minimum: 1 },
-    },
-  };
-  out.DeliveryResponseDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('DeliveryResponse') } };
-  out.NotificationConfigurationDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('NotificationConfiguration') } };
-  out.NotificationConfigurationList = {
-    type: 'object', required: ['data'], additionalProperties: false,
-    properties: { data: { type: 'array', items: ref('NotificationConfiguration'), maxItems: 20 } },
-  };
+    'delivery-responses': { type: 'array', maxItems: 10, items: ref('DeliveryResponse'), description: 'The last tries, verifications included, newest first.' },
+    'created-at': savedAt,
+    'updated-at': savedAt,
+  }), closed({ subscribable: closed({ data: closed({ id: { type: 'string' }, type: { const: SAVED_VIEW_TYPE } }) }) }));
+  out.DeliveryResponse = closed({
+    url: { type: 'string' },
+    code: { type: ['integer', 'null'], description: 'The receiver\'s status; null when none came (refused, timed out, an address not allowed).' },
+    body: { type: 'string', maxLength: 1024, description: 'The first 1,024 bytes of the receiver\'s body, or why no answer came.' },
+    headers: { type: 'object', additionalProperties: false, properties: { 'content-type': { type: 'string' }, 'retry-after': { type: 'string' } } },
+    'sent-at': { type: 'string', format: 'date-time' },
+    successful: { type: 'boolean' },
+    attempt: { type: 'integer', minimum: 1 },
+  });
+  out.DeliveryResponseDocument = documentOf('DeliveryResponse');
+  out.NotificationConfigurationDocument = documentOf('NotificationConfiguration');
+  out.NotificationConfigurationList = closed({ data: { type: 'array', items: ref('NotificationConfiguration'), maxItems: 20 } });
   out.NotificationConfigurationBody = embedSchema(notificationConfigurationBody, 'NotificationConfigurationBody');
-  out.SavedViewDocument = { type: 'object', required: ['data'], additionalProperties: false, properties: { data: ref('SavedView') } };
-  out.SavedViewList = {
-    type: 'object',
-    required: ['data', 'links', 'meta'],
-    additionalProperties: false,
-    properties: { data: { type: 'array', items: ref('SavedView'), maxItems: MAX_PAGE_SIZE }, links: ref('PageLinks'), meta: ref('PageMeta') },
-  };
+  out.SavedViewDocument = documentOf('SavedView');
+  out.SavedViewList = pageOf('SavedView');
   out.SavedViewBody = {
     ...embedSchema(savedViewBody, 'SavedViewBody'),
     description: `${String(savedViewBody.description ?? '')} Views: ${catalog.views.map((v) => v.name).join(', ')}; fields and operators as in the Filter.<view> schemas. Update (PATCH) requires name and query; the view type cannot change.`,
@@ -415,145 +359,52 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
 
   const loadedAt = { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\+00:00$', description: 'When the snapshot was loaded.' };
   const label = { type: ['string', 'null'], maxLength: 255, description: 'The label given at load, if any.' };
-  out.Snapshot = {
-    type: 'object',
-    required: ['id', 'type', 'attributes'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', description: 'Snapshot id: sortable by load time.' },
-      type: { const: 'explorer-snapshots' },
-      attributes: {
-        type: 'object',
-        required: ['loaded-at', 'label', 'current', 'counts'],
-        additionalProperties: false,
-        properties: {
-          'loaded-at': loadedAt,
-          label,
-          current: { type: 'boolean' },
-          counts: {
-            type: 'object',
-            description: 'The organization\'s rows in each view of this snapshot.',
-            required: catalog.views.map((v) => v.name),
-            additionalProperties: false,
-            properties: Object.fromEntries(catalog.views.map((v) => [v.name, { type: 'integer', minimum: 0 }])),
-          },
-        },
-      },
-    },
-  };
-  out.SnapshotList = {
-    type: 'object',
-    required: ['data', 'links', 'meta'],
-    additionalProperties: false,
-    properties: { data: { type: 'array', items: ref('Snapshot'), maxItems: MAX_PAGE_SIZE }, links: ref('PageLinks'), meta: ref('PageMeta') },
-  };
+  out.Snapshot = resource({ type: 'string', description: 'Snapshot id: sortable by load time.' }, 'explorer-snapshots', closed({
+    'loaded-at': loadedAt,
+    label,
+    current: { type: 'boolean' },
+    counts: closed(Object.fromEntries(catalog.views.map((v) => [v.name, { type: 'integer', minimum: 0 }])), undefined,
+      { description: 'The organization\'s rows in each view of this snapshot.' }),
+  }));
+  out.SnapshotList = pageOf('Snapshot');
   const side = { anyOf: [{ type: 'null' }, ...catalog.views.map((v) => ref(`Attributes.${v.name}`))], description: 'The selected fields of the row in that snapshot; null when it is not there.' };
-  out.Change = {
-    type: 'object',
-    required: ['id', 'type', 'attributes'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', description: 'The row id.' },
-      type: { const: 'explorer-changes' },
-      attributes: {
-        type: 'object',
-        required: ['change', 'changed-fields', 'before', 'after'],
-        additionalProperties: false,
-        properties: {
-          change: { enum: ['added', 'removed', 'changed'] },
-          'changed-fields': { type: 'array', items: { type: 'string' }, description: 'Every field whose value differs (whatever `fields` selects), alphabetical; empty unless changed.' },
-          before: side,
-          after: side,
-        },
-      },
-    },
-  };
+  out.Change = resource({ type: 'string', description: 'The row id.' }, 'explorer-changes', closed({
+    change: { enum: ['added', 'removed', 'changed'] },
+    'changed-fields': { type: 'array', items: { type: 'string' }, description: 'Every field whose value differs (whatever `fields` selects), alphabetical; empty unless changed.' },
+    before: side,
+    after: side,
+  }));
   const count = { type: 'integer', minimum: 0 };
-  out.ChangesPage = {
+  const pagination = (out.PageMeta.properties as Json).pagination;
+  out.ChangesPage = pageOf('Change', closed({
+    pagination,
+    from: { type: 'string' },
+    to: { type: 'string' },
+    counts: closed({ added: count, removed: count, changed: count }),
+  }));
+  out.SummaryGroup = resource({ type: 'string', pattern: '^sg-[0-9a-f]{16}$' }, 'explorer-summary-groups', {
     type: 'object',
-    required: ['data', 'links', 'meta'],
-    additionalProperties: false,
+    required: ['count'],
+    description: 'Each group field in kebab-case with its value as in a row (a datetime as its period\'s first instant; a list field as one element; '
+      + 'null for the null group), `count`, and with `sum` the `sums`.',
     properties: {
-      data: { type: 'array', items: ref('Change'), maxItems: MAX_PAGE_SIZE },
-      links: ref('PageLinks'),
-      meta: {
-        type: 'object',
-        required: ['pagination', 'from', 'to', 'counts'],
-        additionalProperties: false,
-        properties: {
-          pagination: (out.PageMeta.properties as Json).pagination,
-          from: { type: 'string' },
-          to: { type: 'string' },
-          counts: { type: 'object', required: ['added', 'removed', 'changed'], additionalProperties: false, properties: { added: count, removed: count, changed: count } },
-        },
-      },
+      count: { type: 'integer', minimum: 1, description: 'Rows in the group.' },
+      sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the group\'s rows, null when every value is null.', additionalProperties: { type: ['number', 'null'] } },
     },
-  };
-  out.SummaryGroup = {
-    type: 'object',
-    required: ['id', 'type', 'attributes'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', pattern: '^sg-[0-9a-f]{16}$' },
-      type: { const: 'explorer-summary-groups' },
-      attributes: {
-        type: 'object',
-        required: ['count'],
-        description: 'Each group field in kebab-case with its value as in a row (a datetime as its period\'s first instant; a list field as one element; '
-          + 'null for the null group), `count`, and with `sum` the `sums`.',
-        properties: {
-          count: { type: 'integer', minimum: 1, description: 'Rows in the group.' },
-          sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the group\'s rows, null when every value is null.', additionalProperties: { type: ['number', 'null'] } },
-        },
-        additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
-      },
-    },
-  };
-  out.SummaryPage = {
-    type: 'object',
-    required: ['data', 'links', 'meta'],
-    additionalProperties: false,
-    properties: {
-      data: { type: 'array', items: ref('SummaryGroup'), maxItems: MAX_PAGE_SIZE },
-      links: ref('PageLinks'),
-      meta: {
-        type: 'object',
-        required: ['pagination', 'rows', 'groups'],
-        additionalProperties: false,
-        properties: {
-          pagination: (out.PageMeta as { properties: { pagination: Json } }).properties.pagination,
-          rows: { type: 'integer', minimum: 0, description: 'Rows the filters matched.' },
-          groups: { type: 'integer', minimum: 0, description: 'Groups in all.' },
-        },
-      },
-    },
-  };
-  out.TrendPoint = {
-    type: 'object',
-    required: ['id', 'type', 'attributes'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', description: 'The snapshot id.' },
-      type: { const: 'explorer-trend-points' },
-      attributes: {
-        type: 'object',
-        required: ['loaded-at', 'label', 'count'],
-        additionalProperties: false,
-        properties: {
-          'loaded-at': loadedAt,
-          label,
-          count,
-          sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the matching rows, null when none matches.', additionalProperties: { type: ['number', 'null'] } },
-        },
-      },
-    },
-  };
-  out.Trend = {
-    type: 'object',
-    required: ['data'],
-    additionalProperties: false,
-    properties: { data: { type: 'array', items: ref('TrendPoint'), description: 'One point per retained snapshot that includes the organization, oldest first.' } },
-  };
+    additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
+  });
+  out.SummaryPage = pageOf('SummaryGroup', closed({
+    pagination,
+    rows: { type: 'integer', minimum: 0, description: 'Rows the filters matched.' },
+    groups: { type: 'integer', minimum: 0, description: 'Groups in all.' },
+  }));
+  out.TrendPoint = resource({ type: 'string', description: 'The snapshot id.' }, 'explorer-trend-points', closed({
+    'loaded-at': loadedAt,
+    label,
+    count,
+    sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the matching rows, null when none matches.', additionalProperties: { type: ['number', 'null'] } },
+  }, ['loaded-at', 'label', 'count']));
+  out.Trend = closed({ data: { type: 'array', items: ref('TrendPoint'), description: 'One point per retained snapshot that includes the organization, oldest first.' } });
 
   out.Health = { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } };
   out.Readiness = {
