@@ -764,6 +764,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
   if (typeof opts.seed !== 'number' || !Number.isFinite(opts.seed)) {
     throw new RangeError(`sample option seed must be a finite number, got ${String(opts.seed)}`);
   }
+  // Every step below draws from these in a fixed order: a seed's sample is the same file for file.
   const { rng, wsKey, prjKey, runKey } = idKeys(opts.seed);
   // Drawn from a stream of their own, so that adding them left every earlier part of a seed's sample as it was.
   const later = new Rng(opts.seed ^ 0x51ed270b);
@@ -777,327 +778,13 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
   for (const f of SAMPLE_FILES) outs[f] = Out.open(join(dir, `${f}.ndjson`), opts.gzip === true);
 
   try {
-    // Organizations, with the per-organization traits the rest is drawn from.
-    let orgCounter = 0;
-    const orgs: OrgInfo[] = orgNames.map((name) => {
-      const r = rng.float();
-      const cloud: Cloud = r < 0.6 ? 'aws' : r < 0.8 ? 'azure' : r < 0.95 ? 'google' : 'multi';
-      const vcsOwner = rng.chance(0.15)
-        ? name.split(/[-_]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')
-        : name;
-      const info: OrgInfo = { name, cloud, privateRegistry: rng.chance(0.4), vcsOwner };
-      // Most organizations carry their external id; a few (older exports) do not.
-      const id = later.chance(0.9) ? `,"id":"org-${id16(orgCounter++, orgKey, later)}"` : '';
-      outs.organizations.add(`{"name":"${name}"${id}}\n`);
-      return info;
-    });
-    if (orgs[0]) orgs[0].privateRegistry = true;
-
-    // Projects.
-    let prjCounter = 0;
-    const projects: Array<{ ids: string[]; slugs: Array<string | null> }> = orgs.map((o, i) => {
-      const count = Math.min(200, 1 + Math.floor(sizes[i]! / 200));
-      const pool = rng.shuffle([...PROJECT_NAMES]);
-      const ids: string[] = [];
-      const slugs: Array<string | null> = [];
-      for (let p = 0; p < count; p++) {
-        let name: string;
-        if (p === 0) name = 'Default Project';
-        else {
-          const k = p - 1;
-          const base = pool[k % pool.length]!;
-          name = k < pool.length ? base : `${base}-${Math.floor(k / pool.length) + 1}`;
-        }
-        const id = `prj-${id16(prjCounter++, prjKey, rng)}`;
-        ids.push(id);
-        slugs.push(p > 0 && SLUG.test(name) ? name.replace(/-\d+$/, '') : null);
-        outs.projects.addText(`{"id":"${id}","organization":"${o.name}","name":${JSON.stringify(name)}}\n`);
-      }
-      return { ids, slugs };
-    });
-
-    // Teams and members. Fixed memberships, the same for every seed (these users are in no other team):
-    // alice owns acme-corp and globex and is in initech's developers (no explorer access there);
-    // bob.smith is in acme-corp's platform (read_workspaces), globex's developers and initech's security
-    // (read_projects); carol is only in acme-corp's developers (no access anywhere); dave is in
-    // acme-corp's security. Everyone else is drawn from a pool, so many users are in several organizations.
-    const fixedMembers: Record<number, Record<string, string[]>> = {
-      0: { owners: ['alice'], platform: ['bob.smith'], developers: ['carol'], security: ['dave'] },
-      1: { owners: ['alice'], developers: ['bob.smith'] },
-      2: { developers: ['alice'], security: ['bob.smith'] },
-    };
-    const reserved = new Set(['alice', 'bob.smith', 'carol', 'dave']);
-    const userPool = new Weighted<string>(
-      [
-        ...SERVICE_USERS.map((u): [string, number] => [u, 8]),
-        ...FIRST_NAMES.map((u): [string, number] => [u, 3]),
-        ...FIRST_NAMES.flatMap((f) =>
-          LAST_NAMES.map((l): [string, number] => [(f.length + l.length) % 3 === 0 ? `${f}_${l}` : `${f}.${l}`, 1]),
-        ),
-      ].filter(([u]) => !reserved.has(u)),
-    );
-    orgs.forEach((o, i) => {
-      const size = sizes[i]!;
-      const teams = ['owners'];
-      if (size >= 3) teams.push('developers');
-      if (size >= 20) teams.push('platform');
-      if (size >= 100) teams.push('security');
-      if (size >= 1000) teams.push('sre');
-      if (size >= 5000) teams.push('auditors');
-      const fixedHere = fixedMembers[i] ?? {};
-      for (const t of Object.keys(fixedHere)) if (!teams.includes(t)) teams.push(t);
-      for (const team of teams) {
-        let perms = '';
-        if (team === 'platform' || team === 'auditors') perms = ',"read_workspaces":true';
-        else if (team === 'security') perms = ',"read_workspaces":false,"read_projects":true';
-        else if (team === 'sre') perms = ',"read_workspaces":true,"read_projects":true';
-        else if (team === 'developers' && rng.chance(0.5)) perms = ',"read_workspaces":false,"read_projects":false';
-        outs.teams.add(`{"organization":"${o.name}","name":"${team}"${perms}}\n`);
-        const members = new Set(fixedHere[team] ?? []);
-        const want = team === 'owners' ? rng.range(1, 3) : rng.range(1, 5);
-        for (let tries = 0; members.size < want && tries < 20; tries++) members.add(userPool.pick(rng));
-        for (const user of members) {
-          outs.team_members.add(`{"organization":"${o.name}","team":"${team}","user":"${user}"}\n`);
-        }
-      }
-    });
+    const orgs = writeOrganizations(outs, orgNames, rng, later, orgKey);
+    const projects = writeProjects(outs, orgs, sizes, rng, prjKey);
+    writeTeams(outs, orgs, sizes, rng);
     for (const f of ['organizations', 'projects', 'teams', 'team_members'] as const) await outs[f].flush();
-
-    // Workspaces, with their providers and modules.
-    const wsOut = outs.workspaces;
-    const provOut = outs.workspace_providers;
-    const modOut = outs.workspace_modules;
-    const resOut = outs.workspace_resources;
-    const provScratch = new Float64Array(PROVIDER_SLOTS.length);
-    const modScratch = new Float64Array(MODULE_SLOTS.length);
-    let written = 0;
-    let reported = 0;
-
+    const written = new Workspaces(outs, rng, later, wsKey, runKey, opts.resources !== false);
     for (let oi = 0; oi < orgs.length; oi++) {
-      const o = orgs[oi]!;
-      const size = sizes[oi]!;
-      const orgPart = `","organization":"${o.name}","project_id":"`;
-      const vcsPrefix = `,"vcs_repo_identifier":"${o.vcsOwner}/`;
-      const prov = orgRows(PROVIDER_SLOTS, PROVIDER_COMBOS, o);
-      const mods = orgRows(MODULE_SLOTS, MODULE_COMBOS, o);
-      const prj = projects[oi]!;
-      const nPrj = prj.ids.length;
-      const regions = REGIONS[o.cloud]!;
-      const names = new Set<string>();
-      const nextSuffix = new Map<string, number>();
-
-      for (let w = 0; w < size; w++) {
-        const wsId = id16(written, wsKey, rng);
-
-        // Project: the Default Project and the first few hold most workspaces.
-        const pi = nPrj === 1 ? 0 : Math.floor(nPrj * rng.float() ** 1.8);
-        const prjSlug = prj.slugs[pi];
-
-        // Name.
-        let svc: string;
-        let env: string;
-        let base: string;
-        let plain = true;
-        if (rng.chance(0.003)) {
-          base = rng.pick(SPECIAL_NAMES);
-          svc = 'legacy';
-          env = 'prod';
-          plain = false;
-        } else {
-          svc = prjSlug && rng.chance(0.5) ? prjSlug : rng.pick(SERVICES);
-          const comp = COMPONENTS.pick(rng);
-          env = ENVS.pick(rng);
-          base = comp ? `${svc}-${comp}-${env}` : `${svc}-${env}`;
-          if (rng.chance(0.15)) base += `-${rng.pick(regions)}`;
-          if (rng.chance(0.004)) {
-            base = rng.chance(0.5) ? base.toUpperCase() : base.charAt(0).toUpperCase() + base.slice(1);
-          }
-        }
-        let name = base;
-        if (names.has(name)) {
-          let n = nextSuffix.get(base) ?? 2;
-          do {
-            const suffix = `-${n++}`;
-            name = (base.length + suffix.length > 255 ? base.slice(0, 255 - suffix.length) : base) + suffix;
-          } while (names.has(name));
-          nextSuffix.set(base, n);
-        }
-        names.add(name);
-        const nameJson = plain ? `"${name}"` : JSON.stringify(name);
-        let ascii = plain; // special names may be non-ASCII
-
-        // Times.
-        const created = T_START + Math.floor((T_CREATED_END - T_START) * Math.sqrt(rng.float()));
-        const updated = rng.chance(0.05) ? created : created + Math.floor((T_END - created) * rng.float());
-        const updatedIso = isoTime(updated);
-
-        let line = `{"id":"ws-${wsId}${orgPart}${prj.ids[pi]}","name":${nameJson},"created_at":"${isoTime(created)}","updated_at":"${updatedIso}"`;
-
-        // Current run (drawn first: a workspace that never ran has no state and rarely providers).
-        const hasRun = !rng.chance(0.1);
-
-        // Engine versions.
-        const ev = rng.chance(0.03) ? null : ENGINE_VERSIONS.pick(rng);
-        if (ev !== null) line += `,"engine_version":"${ev}"`;
-        else if (rng.chance(0.3)) line += ',"engine_version":null';
-        let sv: string | null = null;
-        if (hasRun || rng.chance(0.3)) {
-          const ri = ev === null ? undefined : RELEASE_INDEX.get(ev);
-          if (ri === undefined) sv = rng.chance(0.8) ? RELEASES[RELEASES.length - 1 - rng.int(8)]! : null;
-          else {
-            const r = rng.float();
-            sv = r < 0.75 ? ev : RELEASES[Math.max(0, ri - (r < 0.93 ? 1 : 2))]!;
-          }
-        }
-        if (sv !== null) line += `,"state_version_engine_version":"${sv}"`;
-
-        // VCS repository.
-        const vr = rng.float();
-        if (vr < 0.8) {
-          const rr = rng.float();
-          const repo = !plain ? 'legacy-infra'
-            : rr < 0.4 ? `${svc}-${rng.chance(0.5) ? 'infra' : 'api'}`
-            : rr < 0.7 ? `terraform-${svc}`
-            : rr < 0.9 ? 'infrastructure'
-            : svc;
-          line += `${vcsPrefix}${repo}"`;
-        } else if (vr < 0.81) line += ',"vcs_repo_identifier":""';
-        else if (vr < 0.83) line += ',"vcs_repo_identifier":null';
-
-        // Tags.
-        const tr = rng.float();
-        if (tr < 0.05) line += ',"tags":[]';
-        else if (tr >= 0.3) {
-          const k = rng.range(1, 4);
-          let tags = rng.chance(0.7) ? `"env:${env}"` : '';
-          let last = tags;
-          let n = tags ? 1 : 0;
-          if (n < k && rng.chance(0.5)) {
-            last = `"team:${svc}"`;
-            tags += (n ? ',' : '') + last;
-            n++;
-          }
-          for (let used = 0; n < k; n++) {
-            let t = rng.int(OTHER_TAGS.length);
-            while (used & (1 << t)) t = (t + 1) % OTHER_TAGS.length;
-            used |= 1 << t;
-            last = OTHER_TAGS[t]!;
-            if (!OTHER_TAGS_ASCII[t]) ascii = false;
-            tags += (n ? ',' : '') + last;
-          }
-          if (rng.chance(0.03)) tags += `,${last}`;
-          line += `,"tags":[${tags}]`;
-        }
-
-        // Current run.
-        let runId: string | null = null;
-        if (hasRun) {
-          runId = id16(written, runKey, rng);
-          if (rng.chance(0.8)) {
-            const appliedAt = rng.chance(0.7) ? updatedIso
-              : isoTime(created + Math.floor((updated - created) * rng.float()));
-            line += `,"current_run":{"id":"run-${runId}","status":"applied","applied_at":"${appliedAt}"}`;
-          } else {
-            line += `,"current_run":{"id":"run-${runId}","status":"planned_and_finished"}`;
-          }
-        }
-
-        // Checks.
-        if (rng.chance(0.65)) {
-          let checks = `"passed":${rng.int(21)}`;
-          const failed = rng.chance(0.08) ? rng.range(1, 3) : 0;
-          const errored = rng.chance(0.03) ? rng.range(1, 2) : 0;
-          const unknown = rng.chance(0.04) ? rng.range(1, 5) : 0;
-          const explicitZero = rng.chance(0.2);
-          if (failed || explicitZero) checks += `,"failed":${failed}`;
-          if (errored || explicitZero) checks += `,"errored":${errored}`;
-          if (unknown || explicitZero) checks += `,"unknown":${unknown}`;
-          line += `,"checks":{${checks}}`;
-        }
-
-        // Drift.
-        if (rng.chance(0.7)) {
-          if (rng.chance(0.02)) line += ',"drift":{"drifted":false}';
-          else {
-            const drifted = rng.chance(0.12);
-            const undrifted = rng.range(1, 300);
-            line += `,"drift":{"drifted":${drifted},"resources_drifted":${drifted ? rng.range(1, 10) : 0},"resources_undrifted":${undrifted}}`;
-          }
-        }
-
-        // Providers: distinct slots (so distinct sources), weighted, without replacement.
-        const rowHead = `{"workspace_id":"ws-${wsId}`;
-        const usedProviders: UsedProvider[] = [];
-        const usedModules: string[] = [];
-        let k = !hasRun && rng.chance(0.7) ? 0 : PROVIDER_COUNT.pick(rng);
-        if (k > 0) {
-          let total = 0;
-          for (let s = 0; s < provScratch.length; s++) total += provScratch[s] = prov.weights[s]!;
-          for (; k > 0 && total > 1e-9; k--) {
-            const s = takeSlot(provScratch, total, rng);
-            if (s < 0) break;
-            total -= provScratch[s]!;
-            provScratch[s] = 0;
-            const c = PROVIDER_COMBOS[s]!.pick.index(rng);
-            usedProviders.push(prov.used[s]![c]!);
-            provOut.add(rowHead + (rng.chance(0.01) ? prov.linesNoType[s]![c]! : prov.lines[s]![c]!));
-          }
-        }
-
-        // Modules: mostly distinct; now and then the same row twice, or one source at two versions.
-        k = !hasRun && rng.chance(0.7) ? 0 : MODULE_COUNT.pick(rng);
-        if (k > 0) {
-          let total = 0;
-          for (let s = 0; s < modScratch.length; s++) total += modScratch[s] = mods.weights[s]!;
-          for (; k > 0 && total > 1e-9; k--) {
-            const s = takeSlot(modScratch, total, rng);
-            if (s < 0) break;
-            total -= modScratch[s]!;
-            modScratch[s] = 0;
-            const combos = MODULE_COMBOS[s]!;
-            const c = combos.pick.index(rng);
-            const row = rowHead + (rng.chance(0.01) ? mods.linesNoType[s]![c]! : mods.lines[s]![c]!);
-            usedModules.push(mods.used[s]![c]!.name);
-            modOut.add(row);
-            const extra = rng.float();
-            if (extra < 0.01) modOut.add(row);
-            else if (extra < 0.015 && combos.combos.length > 1) {
-              modOut.add(rowHead + mods.lines[s]![(c + 1) % combos.combos.length]!);
-            }
-          }
-        }
-
-        // Resources: a workspace that ran has state; one that never ran sometimes has state from local
-        // execution (no run id on its resources).
-        if (opts.resources !== false) {
-          const hasState = hasRun || later.chance(0.3);
-          const nRes = resourceCount(later, hasState);
-          if (nRes > 0) {
-            const ri = sv === null ? undefined : RELEASE_INDEX.get(sv);
-            const versions = sv === null ? [] : ri === undefined ? [sv] : [sv, ...RELEASES.slice(Math.max(0, ri - 2), ri)];
-            const olderIso = () => isoTime(created + Math.floor((updated - created) * later.float()));
-            const res = writeResources(later, wsId, nRes, usedProviders, usedModules, runId, versions, updatedIso, olderIso);
-            resOut.add(res.lines, res.count);
-            line += `,"resource_count":${res.count},"current_rum_count":${res.billable}`;
-          } else if (hasState || later.chance(0.5)) line += ',"resource_count":0,"current_rum_count":0';
-        }
-        // A few workspaces of organizations with a private registry were created from one of its modules.
-        if (o.privateRegistry && usedModules.length > 0 && later.chance(0.05)) {
-          line += `,"source_module_id":"private/${o.name}/${usedModules[0]}/${cloudSuffix(o)}/1.${later.int(10)}.${later.int(10)}"`;
-        }
-        if (ascii) wsOut.add(`${line}}\n`);
-        else wsOut.addText(`${line}}\n`);
-
-        written++;
-        if (resOut.buf.length > CHUNK_CHARS) await resOut.flush();
-        if (wsOut.buf.length > CHUNK_CHARS) await wsOut.flush();
-        if (provOut.buf.length > CHUNK_CHARS) await provOut.flush();
-        if (modOut.buf.length > CHUNK_CHARS) await modOut.flush();
-        if (opts.onProgress && written - reported >= PROGRESS_EVERY) {
-          reported = written;
-          opts.onProgress(written, totalWs);
-        }
-      }
+      await written.organization(orgs[oi]!, sizes[oi]!, projects[oi]!, () => opts.onProgress?.(written.count, totalWs));
     }
 
     const counts = {} as Record<SampleFile, number>;
@@ -1106,7 +793,7 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
       counts[f] = outs[f].lines;
       bytes[f] = await outs[f].close();
     }
-    if (opts.onProgress && reported !== written) opts.onProgress(written, totalWs);
+    if (opts.onProgress && written.reported !== written.count) opts.onProgress(written.count, totalWs);
 
     const organizations = orgs
       .map((o, i) => ({ name: o.name, workspaces: sizes[i]!, i }))
@@ -1116,6 +803,391 @@ export async function writeSample(dir: string, opts: SampleOptions): Promise<Sam
   } catch (e) {
     for (const f of SAMPLE_FILES) outs[f].destroy();
     throw e;
+  }
+}
+
+/** The organizations, with the traits the rest of the sample is drawn from. */
+function writeOrganizations(outs: Record<SampleFile, Out>, names: string[], rng: Rng, later: Rng, orgKey: number): OrgInfo[] {
+  let orgCounter = 0;
+  const orgs = names.map((name) => {
+    const r = rng.float();
+    const cloud: Cloud = r < 0.6 ? 'aws' : r < 0.8 ? 'azure' : r < 0.95 ? 'google' : 'multi';
+    const vcsOwner = rng.chance(0.15)
+      ? name.split(/[-_]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')
+      : name;
+    const info: OrgInfo = { name, cloud, privateRegistry: rng.chance(0.4), vcsOwner };
+    // Most organizations carry their external id; a few (older exports) do not.
+    const id = later.chance(0.9) ? `,"id":"org-${id16(orgCounter++, orgKey, later)}"` : '';
+    outs.organizations.add(`{"name":"${name}"${id}}\n`);
+    return info;
+  });
+  if (orgs[0]) orgs[0].privateRegistry = true;
+  return orgs;
+}
+
+/** Each organization's projects: its ids, and the slug a workspace name may start with. */
+interface Projects { ids: string[]; slugs: Array<string | null> }
+
+function writeProjects(outs: Record<SampleFile, Out>, orgs: OrgInfo[], sizes: number[], rng: Rng, prjKey: number): Projects[] {
+  let prjCounter = 0;
+  return orgs.map((o, i) => {
+    const count = Math.min(200, 1 + Math.floor(sizes[i]! / 200));
+    const pool = rng.shuffle([...PROJECT_NAMES]);
+    const ids: string[] = [];
+    const slugs: Array<string | null> = [];
+    for (let p = 0; p < count; p++) {
+      let name: string;
+      if (p === 0) name = 'Default Project';
+      else {
+        const k = p - 1;
+        const base = pool[k % pool.length]!;
+        name = k < pool.length ? base : `${base}-${Math.floor(k / pool.length) + 1}`;
+      }
+      const id = `prj-${id16(prjCounter++, prjKey, rng)}`;
+      ids.push(id);
+      slugs.push(p > 0 && SLUG.test(name) ? name.replace(/-\d+$/, '') : null);
+      outs.projects.addText(`{"id":"${id}","organization":"${o.name}","name":${JSON.stringify(name)}}\n`);
+    }
+    return { ids, slugs };
+  });
+}
+
+/**
+ * Teams and members. Fixed memberships, the same for every seed (these users are in no other team):
+ * alice owns acme-corp and globex and is in initech's developers (no explorer access there);
+ * bob.smith is in acme-corp's platform (read_workspaces), globex's developers and initech's security
+ * (read_projects); carol is only in acme-corp's developers (no access anywhere); dave is in
+ * acme-corp's security. Everyone else is drawn from a pool, so many users are in several organizations.
+ */
+function writeTeams(outs: Record<SampleFile, Out>, orgs: OrgInfo[], sizes: number[], rng: Rng): void {
+  const fixedMembers: Record<number, Record<string, string[]>> = {
+    0: { owners: ['alice'], platform: ['bob.smith'], developers: ['carol'], security: ['dave'] },
+    1: { owners: ['alice'], developers: ['bob.smith'] },
+    2: { developers: ['alice'], security: ['bob.smith'] },
+  };
+  const reserved = new Set(['alice', 'bob.smith', 'carol', 'dave']);
+  const userPool = new Weighted<string>(
+    [
+      ...SERVICE_USERS.map((u): [string, number] => [u, 8]),
+      ...FIRST_NAMES.map((u): [string, number] => [u, 3]),
+      ...FIRST_NAMES.flatMap((f) =>
+        LAST_NAMES.map((l): [string, number] => [(f.length + l.length) % 3 === 0 ? `${f}_${l}` : `${f}.${l}`, 1]),
+      ),
+    ].filter(([u]) => !reserved.has(u)),
+  );
+  orgs.forEach((o, i) => {
+    const size = sizes[i]!;
+    const teams = ['owners'];
+    if (size >= 3) teams.push('developers');
+    if (size >= 20) teams.push('platform');
+    if (size >= 100) teams.push('security');
+    if (size >= 1000) teams.push('sre');
+    if (size >= 5000) teams.push('auditors');
+    const fixedHere = fixedMembers[i] ?? {};
+    for (const t of Object.keys(fixedHere)) if (!teams.includes(t)) teams.push(t);
+    for (const team of teams) {
+      let perms = '';
+      if (team === 'platform' || team === 'auditors') perms = ',"read_workspaces":true';
+      else if (team === 'security') perms = ',"read_workspaces":false,"read_projects":true';
+      else if (team === 'sre') perms = ',"read_workspaces":true,"read_projects":true';
+      else if (team === 'developers' && rng.chance(0.5)) perms = ',"read_workspaces":false,"read_projects":false';
+      outs.teams.add(`{"organization":"${o.name}","name":"${team}"${perms}}\n`);
+      const members = new Set(fixedHere[team] ?? []);
+      const want = team === 'owners' ? rng.range(1, 3) : rng.range(1, 5);
+      for (let tries = 0; members.size < want && tries < 20; tries++) members.add(userPool.pick(rng));
+      for (const user of members) {
+        outs.team_members.add(`{"organization":"${o.name}","team":"${team}","user":"${user}"}\n`);
+      }
+    }
+  });
+}
+
+/** What one organization's workspaces are drawn from. */
+interface OrgContext {
+  o: OrgInfo;
+  orgPart: string;
+  vcsPrefix: string;
+  prov: OrgRows;
+  mods: OrgRows;
+  prj: Projects;
+  regions: string[];
+  names: Set<string>;
+  nextSuffix: Map<string, number>;
+}
+
+/** A workspace's name, and what the rest of its record is drawn with. */
+interface WorkspaceName { name: string; nameJson: string; svc: string; env: string; plain: boolean }
+
+/**
+ * The workspaces, with their providers, modules and resources, one organization at a time. Each workspace's
+ * record is built by the steps of `workspace`, in the order they draw from the generator.
+ */
+class Workspaces {
+  count = 0;
+  reported = 0;
+  private readonly provScratch = new Float64Array(PROVIDER_SLOTS.length);
+  private readonly modScratch = new Float64Array(MODULE_SLOTS.length);
+
+  constructor(private readonly outs: Record<SampleFile, Out>, private readonly rng: Rng, private readonly later: Rng,
+    private readonly wsKey: number, private readonly runKey: number, private readonly resources: boolean) {}
+
+  async organization(o: OrgInfo, size: number, prj: Projects, progress: () => void): Promise<void> {
+    const ctx: OrgContext = {
+      o,
+      orgPart: `","organization":"${o.name}","project_id":"`,
+      vcsPrefix: `,"vcs_repo_identifier":"${o.vcsOwner}/`,
+      prov: orgRows(PROVIDER_SLOTS, PROVIDER_COMBOS, o),
+      mods: orgRows(MODULE_SLOTS, MODULE_COMBOS, o),
+      prj,
+      regions: REGIONS[o.cloud]!,
+      names: new Set<string>(),
+      nextSuffix: new Map<string, number>(),
+    };
+    for (let w = 0; w < size; w++) {
+      this.workspace(ctx);
+      this.count++;
+      for (const f of ['workspace_resources', 'workspaces', 'workspace_providers', 'workspace_modules'] as const) {
+        if (this.outs[f].buf.length > CHUNK_CHARS) await this.outs[f].flush();
+      }
+      if (this.count - this.reported >= PROGRESS_EVERY) {
+        this.reported = this.count;
+        progress();
+      }
+    }
+  }
+
+  private workspace(ctx: OrgContext): void {
+    const { rng, later } = this;
+    const wsId = id16(this.count, this.wsKey, rng);
+    // Project: the Default Project and the first few hold most workspaces.
+    const nPrj = ctx.prj.ids.length;
+    const pi = nPrj === 1 ? 0 : Math.floor(nPrj * rng.float() ** 1.8);
+    const named = this.name(ctx, ctx.prj.slugs[pi]);
+    const { svc, env, plain } = named;
+    let ascii = plain; // special names may be non-ASCII
+    const created = T_START + Math.floor((T_CREATED_END - T_START) * Math.sqrt(rng.float()));
+    const updated = rng.chance(0.05) ? created : created + Math.floor((T_END - created) * rng.float());
+    const updatedIso = isoTime(updated);
+    let line = `{"id":"ws-${wsId}${ctx.orgPart}${ctx.prj.ids[pi]}","name":${named.nameJson},"created_at":"${isoTime(created)}","updated_at":"${updatedIso}"`;
+    // Current run (drawn first: a workspace that never ran has no state and rarely providers).
+    const hasRun = !rng.chance(0.1);
+    const versions = this.engineVersions(hasRun);
+    line += versions.line + this.vcsRepository(ctx, svc, plain);
+    const tags = this.tags(svc, env);
+    if (!tags.ascii) ascii = false;
+    line += tags.line;
+    const run = this.currentRun(hasRun, created, updated, updatedIso);
+    line += run.line + this.checks() + this.drift();
+    const rowHead = `{"workspace_id":"ws-${wsId}`;
+    const usedProviders = this.providers(ctx, rowHead, hasRun);
+    const usedModules = this.modules(ctx, rowHead, hasRun);
+    if (this.resources) line += this.workspaceResources(wsId, hasRun, versions.sv, usedProviders, usedModules, run.id, created, updated, updatedIso);
+    // A few workspaces of organizations with a private registry were created from one of its modules.
+    if (ctx.o.privateRegistry && usedModules.length > 0 && later.chance(0.05)) {
+      line += `,"source_module_id":"private/${ctx.o.name}/${usedModules[0]}/${cloudSuffix(ctx.o)}/1.${later.int(10)}.${later.int(10)}"`;
+    }
+    if (ascii) this.outs.workspaces.add(`${line}}\n`);
+    else this.outs.workspaces.addText(`${line}}\n`);
+  }
+
+  /** A name unique in its organization: service, component, environment and region, now and then a special one. */
+  private name(ctx: OrgContext, prjSlug: string | null | undefined): WorkspaceName {
+    const { rng } = this;
+    let svc: string;
+    let env: string;
+    let base: string;
+    let plain = true;
+    if (rng.chance(0.003)) {
+      base = rng.pick(SPECIAL_NAMES);
+      svc = 'legacy';
+      env = 'prod';
+      plain = false;
+    } else {
+      svc = prjSlug && rng.chance(0.5) ? prjSlug : rng.pick(SERVICES);
+      const comp = COMPONENTS.pick(rng);
+      env = ENVS.pick(rng);
+      base = comp ? `${svc}-${comp}-${env}` : `${svc}-${env}`;
+      if (rng.chance(0.15)) base += `-${rng.pick(ctx.regions)}`;
+      if (rng.chance(0.004)) {
+        base = rng.chance(0.5) ? base.toUpperCase() : base.charAt(0).toUpperCase() + base.slice(1);
+      }
+    }
+    let name = base;
+    if (ctx.names.has(name)) {
+      let n = ctx.nextSuffix.get(base) ?? 2;
+      do {
+        const suffix = `-${n++}`;
+        name = (base.length + suffix.length > 255 ? base.slice(0, 255 - suffix.length) : base) + suffix;
+      } while (ctx.names.has(name));
+      ctx.nextSuffix.set(base, n);
+    }
+    ctx.names.add(name);
+    return { name, nameJson: plain ? `"${name}"` : JSON.stringify(name), svc, env, plain };
+  }
+
+  /** The engine version asked for, and the one that wrote the state (`sv`), mostly the same or a release before. */
+  private engineVersions(hasRun: boolean): { line: string; sv: string | null } {
+    const { rng } = this;
+    let line = '';
+    const ev = rng.chance(0.03) ? null : ENGINE_VERSIONS.pick(rng);
+    if (ev !== null) line += `,"engine_version":"${ev}"`;
+    else if (rng.chance(0.3)) line += ',"engine_version":null';
+    let sv: string | null = null;
+    if (hasRun || rng.chance(0.3)) {
+      const ri = ev === null ? undefined : RELEASE_INDEX.get(ev);
+      if (ri === undefined) sv = rng.chance(0.8) ? RELEASES[RELEASES.length - 1 - rng.int(8)]! : null;
+      else {
+        const r = rng.float();
+        sv = r < 0.75 ? ev : RELEASES[Math.max(0, ri - (r < 0.93 ? 1 : 2))]!;
+      }
+    }
+    if (sv !== null) line += `,"state_version_engine_version":"${sv}"`;
+    return { line, sv };
+  }
+
+  private vcsRepository(ctx: OrgContext, svc: string, plain: boolean): string {
+    const { rng } = this;
+    const vr = rng.float();
+    if (vr < 0.8) {
+      const rr = rng.float();
+      const repo = !plain ? 'legacy-infra'
+        : rr < 0.4 ? `${svc}-${rng.chance(0.5) ? 'infra' : 'api'}`
+        : rr < 0.7 ? `terraform-${svc}`
+        : rr < 0.9 ? 'infrastructure'
+        : svc;
+      return `${ctx.vcsPrefix}${repo}"`;
+    }
+    if (vr < 0.81) return ',"vcs_repo_identifier":""';
+    if (vr < 0.83) return ',"vcs_repo_identifier":null';
+    return '';
+  }
+
+  /** Tags: none, an empty list, or one to four (environment, team, others), now and then one twice. */
+  private tags(svc: string, env: string): { line: string; ascii: boolean } {
+    const { rng } = this;
+    const tr = rng.float();
+    if (tr < 0.05) return { line: ',"tags":[]', ascii: true };
+    if (tr < 0.3) return { line: '', ascii: true };
+    let ascii = true;
+    const k = rng.range(1, 4);
+    let tags = rng.chance(0.7) ? `"env:${env}"` : '';
+    let last = tags;
+    let n = tags ? 1 : 0;
+    if (n < k && rng.chance(0.5)) {
+      last = `"team:${svc}"`;
+      tags += (n ? ',' : '') + last;
+      n++;
+    }
+    for (let used = 0; n < k; n++) {
+      let t = rng.int(OTHER_TAGS.length);
+      while (used & (1 << t)) t = (t + 1) % OTHER_TAGS.length;
+      used |= 1 << t;
+      last = OTHER_TAGS[t]!;
+      if (!OTHER_TAGS_ASCII[t]) ascii = false;
+      tags += (n ? ',' : '') + last;
+    }
+    if (rng.chance(0.03)) tags += `,${last}`;
+    return { line: `,"tags":[${tags}]`, ascii };
+  }
+
+  private currentRun(hasRun: boolean, created: number, updated: number, updatedIso: string): { line: string; id: string | null } {
+    if (!hasRun) return { line: '', id: null };
+    const { rng } = this;
+    const id = id16(this.count, this.runKey, rng);
+    if (rng.chance(0.8)) {
+      const appliedAt = rng.chance(0.7) ? updatedIso : isoTime(created + Math.floor((updated - created) * rng.float()));
+      return { line: `,"current_run":{"id":"run-${id}","status":"applied","applied_at":"${appliedAt}"}`, id };
+    }
+    return { line: `,"current_run":{"id":"run-${id}","status":"planned_and_finished"}`, id };
+  }
+
+  private checks(): string {
+    const { rng } = this;
+    if (!rng.chance(0.65)) return '';
+    let checks = `"passed":${rng.int(21)}`;
+    const failed = rng.chance(0.08) ? rng.range(1, 3) : 0;
+    const errored = rng.chance(0.03) ? rng.range(1, 2) : 0;
+    const unknown = rng.chance(0.04) ? rng.range(1, 5) : 0;
+    const explicitZero = rng.chance(0.2);
+    if (failed || explicitZero) checks += `,"failed":${failed}`;
+    if (errored || explicitZero) checks += `,"errored":${errored}`;
+    if (unknown || explicitZero) checks += `,"unknown":${unknown}`;
+    return `,"checks":{${checks}}`;
+  }
+
+  private drift(): string {
+    const { rng } = this;
+    if (!rng.chance(0.7)) return '';
+    if (rng.chance(0.02)) return ',"drift":{"drifted":false}';
+    const drifted = rng.chance(0.12);
+    const undrifted = rng.range(1, 300);
+    return `,"drift":{"drifted":${drifted},"resources_drifted":${drifted ? rng.range(1, 10) : 0},"resources_undrifted":${undrifted}}`;
+  }
+
+  /** Providers: distinct slots (so distinct sources), weighted, without replacement. */
+  private providers(ctx: OrgContext, rowHead: string, hasRun: boolean): UsedProvider[] {
+    const { rng, provScratch } = this;
+    const used: UsedProvider[] = [];
+    let k = !hasRun && rng.chance(0.7) ? 0 : PROVIDER_COUNT.pick(rng);
+    if (k === 0) return used;
+    let total = 0;
+    for (let s = 0; s < provScratch.length; s++) total += provScratch[s] = ctx.prov.weights[s]!;
+    for (; k > 0 && total > 1e-9; k--) {
+      const s = takeSlot(provScratch, total, rng);
+      if (s < 0) break;
+      total -= provScratch[s]!;
+      provScratch[s] = 0;
+      const c = PROVIDER_COMBOS[s]!.pick.index(rng);
+      used.push(ctx.prov.used[s]![c]!);
+      this.outs.workspace_providers.add(rowHead + (rng.chance(0.01) ? ctx.prov.linesNoType[s]![c]! : ctx.prov.lines[s]![c]!));
+    }
+    return used;
+  }
+
+  /** Modules: mostly distinct; now and then the same row twice, or one source at two versions. */
+  private modules(ctx: OrgContext, rowHead: string, hasRun: boolean): string[] {
+    const { rng, modScratch } = this;
+    const used: string[] = [];
+    let k = !hasRun && rng.chance(0.7) ? 0 : MODULE_COUNT.pick(rng);
+    if (k === 0) return used;
+    const out = this.outs.workspace_modules;
+    let total = 0;
+    for (let s = 0; s < modScratch.length; s++) total += modScratch[s] = ctx.mods.weights[s]!;
+    for (; k > 0 && total > 1e-9; k--) {
+      const s = takeSlot(modScratch, total, rng);
+      if (s < 0) break;
+      total -= modScratch[s]!;
+      modScratch[s] = 0;
+      const combos = MODULE_COMBOS[s]!;
+      const c = combos.pick.index(rng);
+      const row = rowHead + (rng.chance(0.01) ? ctx.mods.linesNoType[s]![c]! : ctx.mods.lines[s]![c]!);
+      used.push(ctx.mods.used[s]![c]!.name);
+      out.add(row);
+      const extra = rng.float();
+      if (extra < 0.01) out.add(row);
+      else if (extra < 0.015 && combos.combos.length > 1) out.add(rowHead + ctx.mods.lines[s]![(c + 1) % combos.combos.length]!);
+    }
+    return used;
+  }
+
+  /**
+   * Resources: a workspace that ran has state; one that never ran sometimes has state from local execution
+   * (no run id on its resources). Returns the workspace's counts of them.
+   */
+  private workspaceResources(wsId: string, hasRun: boolean, sv: string | null, usedProviders: UsedProvider[], usedModules: string[],
+    runId: string | null, created: number, updated: number, updatedIso: string): string {
+    const { later } = this;
+    const hasState = hasRun || later.chance(0.3);
+    const nRes = resourceCount(later, hasState);
+    if (nRes > 0) {
+      const ri = sv === null ? undefined : RELEASE_INDEX.get(sv);
+      const versions = sv === null ? [] : ri === undefined ? [sv] : [sv, ...RELEASES.slice(Math.max(0, ri - 2), ri)];
+      const olderIso = () => isoTime(created + Math.floor((updated - created) * later.float()));
+      const res = writeResources(later, wsId, nRes, usedProviders, usedModules, runId, versions, updatedIso, olderIso);
+      this.outs.workspace_resources.add(res.lines, res.count);
+      return `,"resource_count":${res.count},"current_rum_count":${res.billable}`;
+    }
+    return hasState || later.chance(0.5) ? ',"resource_count":0,"current_rum_count":0' : '';
   }
 }
 
