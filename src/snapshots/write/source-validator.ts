@@ -112,20 +112,59 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
   let errorCount = 0;
   const files = sourceFiles(dir);
   const counts = Object.fromEntries(SOURCE_FILES.map((f) => [f, 0])) as Record<SourceFile, number>;
+  const seen = newSeen();
+  const rules = rulesFor(seen);
+  const report = (label: string, lineNo: number, reason: string) => {
+    errorCount++;
+    if (errors.length < MAX_REPORTED) errors.push(`${label}:${lineNo}: ${reason}`);
+  };
+  const labelOf = (path: string) => path.slice(dir.length).replace(/^\//, '');
+  for (const file of SOURCE_FILES) {
+    const path = files[file];
+    if (!path) {
+      if (file === 'organizations') { errors.push(`${file}.ndjson: the file is required`); errorCount++; }
+      continue;
+    }
+    const label = labelOf(path);
+    await eachLine(path, label, report, (line, lineNo) => {
+      try {
+        rules[file](obj(line));
+        counts[file]++;
+      } catch (e) {
+        if (!(e instanceof Invalid)) throw e;
+        report(label, lineNo, e.message);
+      }
+      if (onProgress && lineNo % 100_000 === 0) onProgress(label, lineNo);
+    });
+  }
+  if (files.workspace_resources) await confirmDuplicateAddresses(files.workspace_resources, labelOf(files.workspace_resources), seen.addresses, report);
+  return { errors, errorCount, files, counts, access: accessOf(seen) };
+}
 
-  const orgs = new Set<string>();
-  const orgIds = new Set<string>();
-  const projectOrg = new Map<string, string>();
-  const workspaceIds = new Set<string>();
-  const workspaceNames = new Set<string>();
-  const teams = new Map<string, { qualifies: boolean }>();
-  const teamsByOrg: Record<string, string[]> = {};
-  const qualifyingTeams: Record<string, string[]> = {};
-  const userOrgs: Record<string, Set<string>> = {};
-  const addresses = new AddressSet();
+/** What the records read so far define, which later records refer to (and who may read what). */
+interface Seen {
+  orgs: Set<string>;
+  orgIds: Set<string>;
+  projectOrg: Map<string, string>;
+  workspaceIds: Set<string>;
+  workspaceNames: Set<string>;
+  teams: Map<string, { qualifies: boolean }>;
+  teamsByOrg: Record<string, string[]>;
+  qualifyingTeams: Record<string, string[]>;
+  userOrgs: Record<string, Set<string>>;
+  addresses: AddressSet;
+}
+
+const newSeen = (): Seen => ({
+  orgs: new Set(), orgIds: new Set(), projectOrg: new Map(), workspaceIds: new Set(), workspaceNames: new Set(),
+  teams: new Map(), teamsByOrg: {}, qualifyingTeams: {}, userOrgs: {}, addresses: new AddressSet(),
+});
+
+/** The rules each file's records must follow, checked against what the files before them defined (`seen`). */
+function rulesFor(seen: Seen): Record<SourceFile, (r: Json) => void> {
+  const { orgs, orgIds, projectOrg, workspaceIds, workspaceNames, teams, teamsByOrg, qualifyingTeams, userOrgs, addresses } = seen;
   // The loader collects the distinct versions for their order keys itself (staging.ts): here they are only checked.
   const version = (r: Json, key: string, required = false) => { str(r, key, required); };
-
   const rules: Record<SourceFile, (r: Json) => void> = {
     organizations(r) {
       const n = str(r, 'name', true, ORG_NAME, 'a valid organization name')!;
@@ -229,65 +268,47 @@ export async function validateSource(dir: string, onProgress?: (file: string, li
     bool(r, 'curated', '');
   }
 
-  const report = (label: string, lineNo: number, reason: string) => {
-    errorCount++;
-    if (errors.length < MAX_REPORTED) errors.push(`${label}:${lineNo}: ${reason}`);
-  };
-  const labelOf = (path: string) => path.slice(dir.length).replace(/^\//, '');
-  for (const file of SOURCE_FILES) {
-    const path = files[file];
-    if (!path) {
-      if (file === 'organizations') { errors.push(`${file}.ndjson: the file is required`); errorCount++; }
-      continue;
-    }
-    const label = labelOf(path);
-    await eachLine(path, label, report, (line, lineNo) => {
-      try {
-        rules[file](obj(line));
-        counts[file]++;
-      } catch (e) {
-        if (!(e instanceof Invalid)) throw e;
-        report(label, lineNo, e.message);
-      }
-      if (onProgress && lineNo % 100_000 === 0) onProgress(label, lineNo);
-    });
-  }
+  return rules;
+}
+
+/**
+ * A resource address repeated in a workspace: the first read kept only hashes of (workspace, address), so a
+ * second read, only when hashes repeat, confirms with the real strings and names both lines.
+ */
+async function confirmDuplicateAddresses(path: string, label: string, addresses: AddressSet, report: (label: string, lineNo: number, reason: string) => void): Promise<void> {
   const repeated = addresses.candidates();
-  if (repeated.size > 0 && files.workspace_resources) {
-    // Second read, only when the hashes repeat: confirm with the real strings and name both lines.
-    const path = files.workspace_resources;
-    const label = labelOf(path);
-    const firstLine = new Map<string, number>();
-    await eachLine(path, label, report, (line, lineNo) => {
-      let r: Json;
-      try { r = obj(line); } catch { return; }
-      const { workspace_id: ws, address } = r;
-      if (typeof ws !== 'string' || typeof address !== 'string' || !repeated.has(addresses.hashOf(ws, address))) return;
-      const key = `${ws}\n${address}`;
-      const first = firstLine.get(key);
-      if (first === undefined) firstLine.set(key, lineNo);
-      else report(label, lineNo, `duplicate address ${JSON.stringify(address)} in workspace ${ws} (first on line ${first})`);
-    });
-  }
+  if (repeated.size === 0) return;
+  const firstLine = new Map<string, number>();
+  await eachLine(path, label, report, (line, lineNo) => {
+    let r: Json;
+    try { r = obj(line); } catch { return; }
+    const { workspace_id: ws, address } = r;
+    if (typeof ws !== 'string' || typeof address !== 'string' || !repeated.has(addresses.hashOf(ws, address))) return;
+    const key = `${ws}\n${address}`;
+    const first = firstLine.get(key);
+    if (first === undefined) firstLine.set(key, lineNo);
+    else report(label, lineNo, `duplicate address ${JSON.stringify(address)} in workspace ${ws} (first on line ${first})`);
+  });
+}
+
+/** Who may read what (snapshot-dir.ts AccessData): the organizations, their teams, those that qualify, and each user's organizations. */
+function accessOf(seen: Seen): ValidationResult['access'] {
   const sorted = (r: Record<string, string[]>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, [...v].sort()]));
   return {
-    errors, errorCount, files, counts,
-    access: {
-      organizations: [...orgs].sort(),
-      qualifyingTeams: sorted(qualifyingTeams),
-      teams: sorted(teamsByOrg),
-      userOrganizations: Object.fromEntries(Object.entries(userOrgs).map(([u, s]) => [u, [...s].sort()])),
-    },
+    organizations: [...seen.orgs].sort(),
+    qualifyingTeams: sorted(seen.qualifyingTeams),
+    teams: sorted(seen.teamsByOrg),
+    userOrganizations: Object.fromEntries(Object.entries(seen.userOrgs).map(([u, set]) => [u, [...set].sort()])),
   };
 }
 
-/** Calls `each` with every non-blank line and its number; a read error is reported at the line after the last. */
 /** Every line of a source file, plain or gzip-compressed, blank ones included (they count in line numbers). */
 export function sourceLines(path: string): AsyncIterable<string> {
   const input = createReadStream(path, { highWaterMark: 1 << 20 });
   return createInterface({ input: path.endsWith('.gz') ? input.pipe(createGunzip()) : input, crlfDelay: Infinity });
 }
 
+/** Calls `each` with every non-blank line and its number; a read error is reported at the line after the last. */
 async function eachLine(path: string, label: string, report: (label: string, lineNo: number, reason: string) => void,
   each: (line: string, lineNo: number) => void): Promise<void> {
   let lineNo = 0;
