@@ -17,14 +17,14 @@ import { recordMetrics } from './middleware/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { Metrics } from '../metrics/metrics.js';
 import { explorerRoutes } from './routes/explorer.js';
-import { explorerHistoryRoutes } from './routes/history.js';
+import { explorerHistoryRoutes, historyRoutes } from './routes/history.js';
 import { explorerPageRoutes } from './routes/explorer-page.js';
 import { opsRoutes } from './routes/ops.js';
 import { ResponseCache } from './response-cache.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { notificationConfigurationRoutes } from './routes/notification-configurations.js';
 import { savedViewRoutes } from './routes/saved-views.js';
-import { explorerSummaryRoutes } from './routes/summary.js';
+import { explorerSummaryRoutes, savedSummaryRoutes } from './routes/summary.js';
 import type { RequestState } from './state.js';
 
 export interface Services {
@@ -62,7 +62,10 @@ export function createApp(services: Services): Koa<RequestState> {
   explorerRoutes(organization, { ...services, cache });
   explorerHistoryRoutes(organization, { ...services, cache });
   explorerSummaryRoutes(organization, { ...services, cache });
-  savedViewRoutes(organization, { ...services, cache });
+  const saved = savedViewRoutes(organization, { ...services, cache });
+  // A saved view's changes, trend and summary: the history and summary routes under its path, with its query.
+  historyRoutes(organization, { ...services, cache }, '/explorer/views/:view_id', (ctx) => saved.query(ctx, true), (ctx) => saved.query(ctx, false));
+  savedSummaryRoutes(organization, { ...services, cache }, '/explorer/views/:view_id', (ctx, paging) => saved.query(ctx, paging));
   notificationConfigurationRoutes(organization, services);
 
   app.use(requestId());

@@ -15,10 +15,9 @@ import { sendJson, sendJsonTagged } from '../jsonapi.js';
 import type { RequestState } from '../state.js';
 import { answerExport, answerPage, baseUrl, withoutPaging, type ExplorerDeps } from '../answer.js';
 import { EXPORT_FORMATS } from '../../query/compile.js';
-import { historyRoutes } from './history.js';
-import { savedSummaryRoutes } from './summary.js';
 import { travel } from '../time-travel.js';
 import { readPageAfter } from '../../query/parse-query.js';
+import type { Query } from '../../query/query.js';
 
 type Ctx = ParameterizedContext<RequestState> & { params: Record<string, string> };
 
@@ -42,7 +41,15 @@ async function stored<T>(pointer: string, op: () => Promise<T>): Promise<T> {
 const namePointer = (body: unknown) =>
   (body as { data?: { attributes?: unknown } })?.data?.attributes !== undefined ? '/data/attributes/name' : '/data/name';
 
-export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDeps): void {
+/**
+ * A saved view's stored query as the routes that read it take it (its filters, fields and sort, with this
+ * request's paging or none): the history and summary routes answer under the view's path with it too.
+ */
+export interface SavedViewQueries {
+  query(ctx: ParameterizedContext<RequestState>, paging: boolean): Promise<Query>;
+}
+
+export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDeps): SavedViewQueries {
   const { store, config } = deps;
 
   /** The view named in the path, or the same 404 as an unknown organization (§7). */
@@ -134,8 +141,5 @@ export function savedViewRoutes(router: Router<RequestState>, deps: SavedViewDep
     });
   }
 
-  /** The saved query as history routes take it: its filters, fields and sort, with this request's paging. */
-  const savedHistoryQuery = async (ctx: Ctx, paging: boolean) => savedQuery(ctx, await viewOf(ctx), paging);
-  historyRoutes(router, deps, '/explorer/views/:view_id', (ctx) => savedHistoryQuery(ctx as Ctx, true), (ctx) => savedHistoryQuery(ctx as Ctx, false));
-  savedSummaryRoutes(router, deps, '/explorer/views/:view_id', (ctx, paging) => savedHistoryQuery(ctx as Ctx, paging));
+  return { query: async (ctx, paging) => savedQuery(ctx as Ctx, await viewOf(ctx as Ctx), paging) };
 }
