@@ -1124,23 +1124,30 @@ class Workspaces {
     return `,"drift":{"drifted":${drifted},"resources_drifted":${drifted ? rng.range(1, 10) : 0},"resources_undrifted":${undrifted}}`;
   }
 
+  /** Draws up to `k` distinct slots by their weights, without replacement, handing each to `each` as it is drawn. */
+  private drawSlots(scratch: Float64Array, weights: ArrayLike<number>, k: number, each: (slot: number) => void): void {
+    let total = 0;
+    for (let s = 0; s < scratch.length; s++) total += scratch[s] = weights[s]!;
+    for (; k > 0 && total > 1e-9; k--) {
+      const s = takeSlot(scratch, total, this.rng);
+      if (s < 0) break;
+      total -= scratch[s]!;
+      scratch[s] = 0;
+      each(s);
+    }
+  }
+
   /** Providers: distinct slots (so distinct sources), weighted, without replacement. */
   private providers(ctx: OrgContext, rowHead: string, hasRun: boolean): UsedProvider[] {
     const { rng, provScratch } = this;
     const used: UsedProvider[] = [];
-    let k = !hasRun && rng.chance(0.7) ? 0 : PROVIDER_COUNT.pick(rng);
+    const k = !hasRun && rng.chance(0.7) ? 0 : PROVIDER_COUNT.pick(rng);
     if (k === 0) return used;
-    let total = 0;
-    for (let s = 0; s < provScratch.length; s++) total += provScratch[s] = ctx.prov.weights[s]!;
-    for (; k > 0 && total > 1e-9; k--) {
-      const s = takeSlot(provScratch, total, rng);
-      if (s < 0) break;
-      total -= provScratch[s]!;
-      provScratch[s] = 0;
+    this.drawSlots(provScratch, ctx.prov.weights, k, (s) => {
       const c = PROVIDER_COMBOS[s]!.pick.index(rng);
       used.push(ctx.prov.used[s]![c]!);
       this.outs.workspace_providers.add(rowHead + (rng.chance(0.01) ? ctx.prov.linesNoType[s]![c]! : ctx.prov.lines[s]![c]!));
-    }
+    });
     return used;
   }
 
@@ -1148,16 +1155,10 @@ class Workspaces {
   private modules(ctx: OrgContext, rowHead: string, hasRun: boolean): string[] {
     const { rng, modScratch } = this;
     const used: string[] = [];
-    let k = !hasRun && rng.chance(0.7) ? 0 : MODULE_COUNT.pick(rng);
+    const k = !hasRun && rng.chance(0.7) ? 0 : MODULE_COUNT.pick(rng);
     if (k === 0) return used;
     const out = this.outs.workspace_modules;
-    let total = 0;
-    for (let s = 0; s < modScratch.length; s++) total += modScratch[s] = ctx.mods.weights[s]!;
-    for (; k > 0 && total > 1e-9; k--) {
-      const s = takeSlot(modScratch, total, rng);
-      if (s < 0) break;
-      total -= modScratch[s]!;
-      modScratch[s] = 0;
+    this.drawSlots(modScratch, ctx.mods.weights, k, (s) => {
       const combos = MODULE_COMBOS[s]!;
       const c = combos.pick.index(rng);
       const row = rowHead + (rng.chance(0.01) ? ctx.mods.linesNoType[s]![c]! : ctx.mods.lines[s]![c]!);
@@ -1166,7 +1167,7 @@ class Workspaces {
       const extra = rng.float();
       if (extra < 0.01) out.add(row);
       else if (extra < 0.015 && combos.combos.length > 1) out.add(rowHead + ctx.mods.lines[s]![(c + 1) % combos.combos.length]!);
-    }
+    });
     return used;
   }
 
