@@ -16,7 +16,7 @@ import { readAsOf } from './time-travel.js';
 import type { ResponseCache } from './response-cache.js';
 import { JSONAPI } from './jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from './etag.js';
-import { namesSnapshot, queryScope, snapshotWalk } from './cursor-walk.js';
+import { namesSnapshot, queryScope, resumed, snapshotWalk } from './cursor-walk.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -55,7 +55,7 @@ export async function answerJson(ctx: Ctx, deps: ExplorerDeps, etag: string, pro
 export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, carried: [string, string][]): Promise<void> {
   const terms = queryTerms(query);
   const walk = await snapshotWalk(ctx, deps.snapshots, query.page.cursor, namesSnapshot(carried), ['rows', ...queryScope(query)], terms, true);
-  if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
+  query = resumed(query, walk);
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
   const organization = ctx.state.organization!;
   const compiled = compileQuery(query, snapshot.target(query.view.name, organization));

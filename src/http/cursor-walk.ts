@@ -74,6 +74,9 @@ export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received:
   return { scope, after: cursor.after, snapshots };
 }
 
+/** `query` resumed where its walk left off: the compiler reads the rows after `walk.after` (none: a numbered page, unchanged). */
+export const resumed = (query: Query, walk: Walk | undefined): Query => (walk ? { ...query, page: { ...query.page, after: walk.after } } : query);
+
 /** Whether a request names the snapshot it reads (`snapshot` or `as_of`), from the parameters its links carry. */
 export const namesSnapshot = (carried: readonly [string, string][]) => carried.some(([k]) => k === 'snapshot' || k === 'as_of');
 

@@ -9,7 +9,7 @@ import { pageLinks, pageNavigation, pagination } from '../../query/links.js';
 import { cursorRows, nextCursor } from '../../query/cursor.js';
 import { EXPORT_FORMATS, queryTerms, type ExportFormat } from '../../query/compile.js';
 import { badParameter } from '../../errors.js';
-import { queryScope, resumeWalk, type Walk } from '../cursor-walk.js';
+import { queryScope, resumed, resumeWalk, type Walk } from '../cursor-walk.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
 import type { Query } from '../../query/query.js';
 import { decodeQueryString } from '../../query/query-string.js';
@@ -69,7 +69,7 @@ async function changesWalk(ctx: Ctx, deps: ExplorerDeps, query: Query, params: R
 async function answerChanges(ctx: Ctx, deps: ExplorerDeps, { query, carried }: HistoryQuery, params: ReadonlyMap<string, string>): Promise<void> {
   const organization = ctx.state.organization!;
   const { pair: { from, to }, walk } = await changesWalk(ctx, deps, query, params);
-  if (walk) query = { ...query, page: { ...query.page, after: walk.after } };
+  query = resumed(query, walk);
   ctx.set('X-Explorer-Snapshot', to.id);
   const compiled = compileChanges(query, from.target(query.view.name, organization), to.target(query.view.name, organization));
   const links = [...carried, ...CHANGE_PARAMETERS.filter((p) => params.has(p)).map((p): [string, string] => [p, params.get(p)!])];

@@ -7,7 +7,7 @@ import { badParameter } from '../../errors.js';
 import { runRows } from '../../pool/run-page.js';
 import { compileSummary, summaryColumns, summaryGroupId, summaryTerms } from '../../query/compile-summary.js';
 import { cursorRows, nextCursor } from '../../query/cursor.js';
-import { namesSnapshot, queryScope, snapshotWalk } from '../cursor-walk.js';
+import { namesSnapshot, queryScope, resumed, snapshotWalk } from '../cursor-walk.js';
 import { EXPORT_FORMATS, type CompileTarget, type ExportFormat } from '../../query/compile.js';
 import { pageNavigation } from '../../query/links.js';
 import { parseQueryParameters } from '../../query/parse-query.js';
@@ -42,7 +42,7 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
   const terms = summaryTerms(summary);
   const scope = ['summary', ...queryScope(summary.query), summary.groups.map((g) => g.spelling), summary.sums.map((f) => f.name), summary.sort];
   const walk = await snapshotWalk(ctx, deps.snapshots, summary.query.page.cursor, namesSnapshot(carried), scope, terms);
-  if (walk) summary = { ...summary, query: { ...summary.query, page: { ...summary.query.page, after: walk.after } } };
+  summary = { ...summary, query: resumed(summary.query, walk) };
   const { snapshot, target } = summaryTarget(ctx, summary);
   const { query, groups, sums } = summary;
   const compiled = compileSummary(summary, target);
