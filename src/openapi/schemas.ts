@@ -187,6 +187,20 @@ export function embedSchema(schema: Json, name: string): Json {
 
 /** Every component schema of the document. */
 export function componentSchemas(catalog: Catalog, savedViewBody: Json, notificationConfigurationBody: Json): Record<string, Json> {
+  const queries = querySchemas(catalog);
+  const pagination = (queries.PageMeta!.properties as Json).pagination as Json;
+  return {
+    ...queries,
+    ...savedViewSchemas(catalog, savedViewBody, notificationConfigurationBody),
+    ...errorSchemas(),
+    ...historySchemas(catalog, pagination),
+    ...summarySchemas(pagination),
+    ...probeSchemas(),
+  };
+}
+
+/** A query's parameters, a view's rows and pages, and the page links and meta every paged answer has. */
+function querySchemas(catalog: Catalog): Record<string, Json> {
   const schemas = allSchemas(catalog);
   const out: Record<string, Json> = {
     ViewType: { ...bare(schemas['query-type']!), description: `The view a query reads: ${catalog.views.map((v) => `\`${v.name}\` (${v.description.replace(/\.$/, '')})`).join('; ')}.` },
@@ -259,6 +273,12 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
     },
   };
 
+  return out;
+}
+
+/** Saved views and their notification configurations. */
+function savedViewSchemas(catalog: Catalog, savedViewBody: Json, notificationConfigurationBody: Json): Record<string, Json> {
+  const out: Record<string, Json> = {};
   out.SavedQuery = {
     type: 'object',
     description: 'A saved query as stored: canonical operators, fields without duplicates. '
@@ -326,6 +346,12 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
     description: `${String(savedViewBody.description ?? '')} Views: ${catalog.views.map((v) => v.name).join(', ')}; fields and operators as in the Filter.<view> schemas. Update (PATCH) requires name and query; the view type cannot change.`,
   };
 
+  return out;
+}
+
+/** A JSON:API error document (interface §7). */
+function errorSchemas(): Record<string, Json> {
+  const out: Record<string, Json> = {};
   out.ErrorSource = {
     type: 'object',
     description: 'Where the error is: a query parameter (its decoded name), a JSON Pointer into the body, or a request header.',
@@ -357,6 +383,12 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
     properties: { errors: { type: 'array', minItems: 1, items: ref('Error') } },
   };
 
+  return out;
+}
+
+/** History: retained snapshots, change sets and trends (docs/history.md). */
+function historySchemas(catalog: Catalog, pagination: Json): Record<string, Json> {
+  const out: Record<string, Json> = {};
   const loadedAt = { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\+00:00$', description: 'When the snapshot was loaded.' };
   const label = { type: ['string', 'null'], maxLength: 255, description: 'The label given at load, if any.' };
   out.Snapshot = resource({ type: 'string', description: 'Snapshot id: sortable by load time.' }, 'explorer-snapshots', closed({
@@ -375,13 +407,26 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
     after: side,
   }));
   const count = { type: 'integer', minimum: 0 };
-  const pagination = (out.PageMeta.properties as Json).pagination;
   out.ChangesPage = pageOf('Change', closed({
     pagination,
     from: { type: 'string' },
     to: { type: 'string' },
     counts: closed({ added: count, removed: count, changed: count }),
   }));
+  out.TrendPoint = resource({ type: 'string', description: 'The snapshot id.' }, 'explorer-trend-points', closed({
+    'loaded-at': loadedAt,
+    label,
+    count,
+    sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the matching rows, null when none matches.', additionalProperties: { type: ['number', 'null'] } },
+  }, ['loaded-at', 'label', 'count']));
+  out.Trend = closed({ data: { type: 'array', items: ref('TrendPoint'), description: 'One point per retained snapshot that includes the organization, oldest first.' } });
+
+  return out;
+}
+
+/** Summaries: groups and their page (docs/summaries.md). */
+function summarySchemas(pagination: Json): Record<string, Json> {
+  const out: Record<string, Json> = {};
   out.SummaryGroup = resource({ type: 'string', pattern: '^sg-[0-9a-f]{16}$' }, 'explorer-summary-groups', {
     type: 'object',
     required: ['count'],
@@ -398,14 +443,12 @@ export function componentSchemas(catalog: Catalog, savedViewBody: Json, notifica
     rows: { type: 'integer', minimum: 0, description: 'Rows the filters matched.' },
     groups: { type: 'integer', minimum: 0, description: 'Groups in all.' },
   }));
-  out.TrendPoint = resource({ type: 'string', description: 'The snapshot id.' }, 'explorer-trend-points', closed({
-    'loaded-at': loadedAt,
-    label,
-    count,
-    sums: { type: 'object', description: 'Present with `sum`: each summed field\'s total over the matching rows, null when none matches.', additionalProperties: { type: ['number', 'null'] } },
-  }, ['loaded-at', 'label', 'count']));
-  out.Trend = closed({ data: { type: 'array', items: ref('TrendPoint'), description: 'One point per retained snapshot that includes the organization, oldest first.' } });
+  return out;
+}
 
+/** The health and readiness probes. */
+function probeSchemas(): Record<string, Json> {
+  const out: Record<string, Json> = {};
   out.Health = { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } };
   out.Readiness = {
     type: 'object',
