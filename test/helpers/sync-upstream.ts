@@ -3,7 +3,8 @@
 // route of the synced organizations on mirror and upstream.
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueToken } from '../../src/access/tokens.js';
@@ -59,6 +60,25 @@ export async function startUpstream(dir: string, sample: { organizations: number
 }
 
 /** A batch of generated changes (to `organizations` alone, when given) written to `at` and applied upstream, which then serves it. */
+/**
+ * For a describe block: a temporary directory and an upstream serving `sample` from it, made before its tests
+ * (`ready` hands them over) and stopped after them with every server the tests pushed onto `servers`.
+ */
+export function upstreamForTests(name: string, sample: { organizations: number; workspaces: number; seed: number }, servers: RunningServer[],
+  ready: (dir: string, up: Upstream) => void): void {
+  let dir: string | undefined;
+  let up: Upstream | undefined;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), `explorer-${name}-`));
+    up = await startUpstream(dir, sample);
+    ready(dir, up);
+  });
+  after(async () => {
+    await Promise.all([up?.server.shutdown(), ...servers.map((s) => s.shutdown())]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
 export async function changeUpstream(up: Upstream, at: string, opts: { workspaces: number; seed: number; organizations?: string[] }): Promise<void> {
   await writeSampleChanges(up.source, at, { batches: 1, workspaces: opts.workspaces, seed: opts.seed, ...(opts.organizations ? { organizations: new Set(opts.organizations) } : {}) });
   mirrorable(join(at, 'batch-0001'));

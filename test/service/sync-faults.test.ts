@@ -4,14 +4,12 @@
 // were; a 401 fails its organization alone; TLS is verified, a private CA trusted through
 // NODE_EXTRA_CA_CERTS; `--every` follows changes and stops cleanly on SIGTERM.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readCurrentId, readManifest } from '../../src/snapshots/snapshot-dir.js';
 import { startFaultProxy, type Fault } from '../helpers/fault-proxy.js';
 import { makePrivateCa } from '../helpers/private-ca.js';
-import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
+import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, upstreamForTests, type Upstream } from '../helpers/sync-upstream.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const typeOf = (path: string) => new URL(path, 'http://x').searchParams.get('type');
@@ -24,14 +22,7 @@ describe('explorer sync through faults', function () {
   let up: Upstream;
   let changes = 0;
   const servers: RunningServer[] = [];
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'explorer-sync-faults-'));
-    up = await startUpstream(dir, { organizations: 2, workspaces: 80, seed: 81 });
-  });
-  after(async () => {
-    await Promise.all([up?.server.shutdown(), ...servers.map((s) => s.shutdown())]);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  upstreamForTests('sync-faults', { organizations: 2, workspaces: 80, seed: 81 }, servers, (d, u) => { dir = d; up = u; });
 
   /** A batch of generated changes applied upstream. */
   const changeUpstream = (workspaces: number) => applyUpstream(up, join(dir, `changes-${++changes}`), { workspaces, seed: 80 + changes });

@@ -7,15 +7,14 @@
 // switches between two of a run's requests; a run whose snapshot the upstream no longer keeps reads again.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { writeSample } from '../../src/sample/sample.js';
 import type { RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readCurrentId } from '../../src/snapshots/snapshot-dir.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, startUpstream, type Upstream } from '../helpers/sync-upstream.js';
+import { changeUpstream as applyUpstream, runSync, sameAnswers, spawnSync, startMirror, upstreamForTests, type Upstream } from '../helpers/sync-upstream.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,14 +28,7 @@ describe('explorer sync compares with what the snapshot holds', function () {
   let up: Upstream;
   let changes = 0;
   const servers: RunningServer[] = [];
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'explorer-sync-held-'));
-    up = await startUpstream(dir, { organizations: 4, workspaces: 120, seed: 91 });
-  });
-  after(async () => {
-    await Promise.all([up?.server.shutdown(), ...servers.map((s) => s.shutdown())]);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  upstreamForTests('sync-held', { organizations: 4, workspaces: 120, seed: 91 }, servers, (d, u) => { dir = d; up = u; });
 
   /** A batch of generated changes to `org`'s workspaces applied upstream, which then serves it. */
   const changeUpstream = (org: string, workspaces: number) =>
