@@ -211,6 +211,10 @@ export interface StateStore extends TokenStore, SavedViewStore, NotificationConf
   close(): Promise<void>;
 }
 
+/** The order every list of the store answers in (the contract's "by createdAt, then id"), whatever the backend. */
+export const byCreation = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+
 /** A backend's four parts, one per concern (journal/ and redis/ each have a file for each). */
 export interface StoreParts {
   tokens: TokenStore;

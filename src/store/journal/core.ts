@@ -41,8 +41,6 @@ const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
 export const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 export const isStr = (x: unknown): x is string => typeof x === 'string';
-export const byCreation = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }) =>
-  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 /** Runs tasks one at a time, in call order; a failed task does not block the next. */
 class Mutex {

@@ -1,9 +1,9 @@
 // Notification configurations in the journal: `put-nc` and `del-nc` records, at most
 // MAX_CONFIGURATIONS_PER_VIEW under a view that exists; a deleted view (`del-view`) takes its own.
 import {
-  MAX_CONFIGURATIONS_PER_VIEW, TooManyConfigurationsError, type NotificationConfiguration, type NotificationConfigurationStore,
+  byCreation, MAX_CONFIGURATIONS_PER_VIEW, TooManyConfigurationsError, type NotificationConfiguration, type NotificationConfigurationStore,
 } from '../state-store.js';
-import { byCreation, isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
+import { isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
 import type { JournalSavedViews, ViewRecordLine } from './saved-views.js';
 
 export type ConfigurationRecordLine =

@@ -1,6 +1,6 @@
 // Saved views in the journal: `put-view` and `del-view` records, names unique within an organization.
-import { NameTakenError, type SavedQuery, type SavedView, type SavedViewStore } from '../state-store.js';
-import { byCreation, isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
+import { byCreation, NameTakenError, type SavedQuery, type SavedView, type SavedViewStore } from '../state-store.js';
+import { isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
 
 export type ViewRecordLine = { v: 1; kind: 'put-view'; view: SavedView } | { v: 1; kind: 'del-view'; organization: string; id: string };
 

@@ -1,6 +1,6 @@
 // API tokens in the journal: `put-token` and `del-token` records.
-import type { TokenRecord, TokenStore } from '../state-store.js';
-import { byCreation, isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
+import { byCreation, type TokenRecord, type TokenStore } from '../state-store.js';
+import { isObj, isStr, type Journal, type JournalPart, type JournalRecord } from './core.js';
 
 type TokenRecordLine = { v: 1; kind: 'put-token'; token: TokenRecord } | { v: 1; kind: 'del-token'; id: string };
 

@@ -1,7 +1,7 @@
 // Notification configurations in Redis: a hash per saved view, id → the configuration as JSON, created only
 // under a view that exists and at most MAX_CONFIGURATIONS_PER_VIEW of them (one script each).
 import {
-  MAX_CONFIGURATIONS_PER_VIEW, TooManyConfigurationsError, type NotificationConfiguration, type NotificationConfigurationStore,
+  byCreation, MAX_CONFIGURATIONS_PER_VIEW, TooManyConfigurationsError, type NotificationConfiguration, type NotificationConfigurationStore,
 } from '../state-store.js';
 import type { RedisCore } from './core.js';
 
@@ -30,7 +30,7 @@ export class RedisNotificationConfigurations implements NotificationConfiguratio
   async listNotificationConfigurations(organization: string, viewId: string): Promise<NotificationConfiguration[]> {
     const held = await this.core.call(() => this.core.redis.hvals(this.core.k.configurations(organization, viewId)));
     return held.map((json) => JSON.parse(json) as NotificationConfiguration)
-      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+      .sort(byCreation);
   }
 
   async getNotificationConfiguration(organization: string, viewId: string, id: string): Promise<NotificationConfiguration | undefined> {

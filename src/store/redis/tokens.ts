@@ -1,5 +1,5 @@
 // API tokens in Redis: a hash per token and a set of their ids.
-import { StoreUnavailableError, type TokenRecord, type TokenStore } from '../state-store.js';
+import { byCreation, StoreUnavailableError, type TokenRecord, type TokenStore } from '../state-store.js';
 import type { RedisCore } from './core.js';
 
 const PUT_TOKEN = `
@@ -55,7 +55,7 @@ export class RedisTokens implements TokenStore {
       for (const id of ids) pipeline.hgetall(this.core.k.token(id));
       const results = (await pipeline.exec()) ?? [];
       return results.map(([, h]) => h as Record<string, string>).filter((h) => h.id).map(toToken)
-        .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+        .sort(byCreation);
     });
   }
 
