@@ -7,6 +7,7 @@ import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
+import { WHOLE_ROWS } from './snapshots/delta-layout.js';
 
 export interface Config {
   dataDir: string;
@@ -75,6 +76,8 @@ export interface Config {
   /** Seconds without a batch after which the follower compacts the current snapshot's layers (0: never). */
   ingestCompactIdleMs: number;
   ingestCompactBytes: number;
+  /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
+  batchWholeRows: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
   /** libuv's threads (UV_THREADPOOL_SIZE, node's default 4): every running DuckDB call holds one. */
@@ -174,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestNice: niceness(env),
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
+    batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
     // libuv reads it itself and ignores what it cannot use: read as given, only to warn when it is too small.
     uvThreadpoolSize: Number(env.UV_THREADPOOL_SIZE ?? 4),

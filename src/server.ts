@@ -1,5 +1,6 @@
 // Starts and stops the whole service: state store, snapshot registry, DuckDB pool and HTTP server.
 import { once } from 'node:events';
+import { MAX_OVERLAYS } from './snapshots/delta-layout.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -48,8 +49,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     maxWaitMs: config.poolMaxWaitMs,
     maxExportWaitMs: config.poolMaxExportWaitMs,
     exportConcurrency: config.exportConcurrency ?? undefined,
-    // History reads every retained snapshot for a trend: keep them attached rather than re-attach each time.
-    attachedMax: config.snapshotKeep + config.snapshotKeepDays + 1,
+    // History reads every retained snapshot for a trend: keep them attached rather than re-attach each time,
+    // with the layer files a batch snapshot reads besides its base (the whole layer, overlays, two deltas).
+    attachedMax: config.snapshotKeep + config.snapshotKeepDays + 1 + MAX_OVERLAYS + 3,
   });
   let draining = false;
   const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });

@@ -1,13 +1,25 @@
 // The contract between the change-batch writer (write/apply.ts) and the readers (the server's registry, the
-// batch validator's state): what a batch snapshot's delta file holds and how its rows merge with the base's.
+// batch validator's state): what a batch snapshot's layer files hold and how their rows merge with the base's.
 //
-// A snapshot reads a stack of at most four layers: the base, the whole layer (`whole-<n>.duckdb`, written by the
-// follower's compaction: write/whole-layer.ts), an older delta (`major.duckdb`) and a newer one (`delta.duckdb`);
-// an organization reads at most three of them, the whole layer instead of the base where it holds the
-// organization. Each delta is cumulative over the layers below it: a batch rewrites the newer delta only,
-// so its cost follows what changed since the older one; once the newer delta holds enough workspaces or
-// bytes, or the batch itself is large (apply.ts FOLD_WORKSPACES, FOLD_BYTES, FOLD_BATCH_WORKSPACES), a batch
-// folds it into a new older delta instead. A delta holds:
+// An organization reads at most three layers: where its rows lie whole (its overlay, else the whole layer if
+// it holds it, else the base), then the older delta (`major.duckdb`) and the newer one (`delta.duckdb`) where
+// they hold it. The layers under the deltas are:
+//   the base                the loaded snapshot's file
+//   the whole layer         `whole-<n>.duckdb`, written by the follower's compaction (write/whole-layer.ts):
+//                           the organizations the deltas held, each whole, in the base's layout
+//   overlays                `overlay-<n>.duckdb`, written by batches (write/delta.ts writeOverlay): a small organization
+//                           a batch touches (at most WHOLE_ROWS rows) that no delta holds is written
+//                           whole into the batch's overlay, which the manifest then names as its current copy;
+//                           its write is its compaction, and it reads one file with the base's plans. The
+//                           manifest keeps at most MAX_OVERLAYS of them: past that, a batch's overlay also
+//                           takes in the organizations of the overlays that hold the fewest rows. An organization
+//                           a batch deletes is written whole too, with no rows: its overlay hides it by its key.
+// An overlay holds the same tables as the whole layer; every organization it is the current copy of replaces
+// that organization's rows below it whole (by organization key for views, by name for the source state).
+// Each delta is cumulative over the layers below it: a batch rewrites the newer delta only, so its cost
+// follows what changed since the older one; once the newer delta holds enough workspaces or bytes, or the
+// batch itself is large (apply.ts FOLD_WORKSPACES, FOLD_BYTES, FOLD_BATCH_WORKSPACES), a batch folds it into a
+// new older delta instead. A delta holds:
 //   replaced_workspaces                       every workspace whose rows below no longer stand: changed,
 //     (_org_key, organization, id)            deleted, or whose project or organization changed a value its
 //                                            rows carry
@@ -25,8 +37,8 @@
 // across the layers: the n-th batch since the load numbers its rows from DELTA_POSITION_BASE + n × BATCH_POSITIONS.
 // The whole layer has the same tables, each organization it holds whole in one run in the base's order (with
 // the base's position index and index tables), and replaces every base workspace of those organizations.
-import { workspaceColumn } from '../catalog/catalog.js';
-import { ident } from '../duckdb/sql.js';
+import { VIEW_NAMES, workspaceColumn } from '../catalog/catalog.js';
+import { ident, sqlLiteral } from '../duckdb/sql.js';
 
 
 export const DELTA_FILE = 'delta.duckdb';
@@ -37,6 +49,29 @@ export const MAJOR_FILE = 'major.duckdb';
  * batches the compacted snapshot had: a compaction never reuses the name of a file a manifest names.
  */
 export const wholeFile = (sequence: number) => `whole-${Math.trunc(sequence)}.duckdb`;
+/** The overlay a batch writes (delta-layout above), numbered by the batch's sequence. */
+export const overlayFile = (sequence: number) => `overlay-${Math.trunc(sequence)}.duckdb`;
+/**
+ * A touched organization with at most this many rows of workspaces and resources after the batch, that no
+ * delta holds, is written whole into the batch's overlay: it then reads one file as an untouched organization
+ * reads the base. 1,868 of the bench source's 2,000 organizations hold at most 20,000 resource rows, and every
+ * organization the bench's small batches touch is among them (docs/performance.md, "Steady stream: the
+ * measurements that choose the layout"). BATCH_WHOLE_ROWS sets another.
+ */
+export const WHOLE_ROWS = 20_000;
+
+/**
+ * Overlays a snapshot keeps. A batch that finds this many makes its own overlay take in the organizations of
+ * the smaller half of them (by rows), so that an organization is copied again a few times over its life
+ * rather than every batch, and a snapshot has at most this many overlays plus one.
+ */
+export const MAX_OVERLAYS = 8;
+/**
+ * Overlays number their rows apart from the deltas and whole layers, from OVERLAY_POSITION_BASE + n × OVERLAY_POSITIONS
+ * for the n-th batch's overlay (n below 2^23).
+ */
+export const OVERLAY_POSITION_BASE = 2 ** 51;
+export const OVERLAY_POSITIONS = 2 ** 28;
 /** Delta positions start here, above every base position. */
 export const DELTA_POSITION_BASE = 2 ** 40;
 /** Positions each batch numbers its rows in (the n-th batch since the load: from DELTA_POSITION_BASE + n × this). */
@@ -105,4 +140,36 @@ export function mergedState(layers: readonly string[], kind: StateKind): string 
   if ((WHOLE_STATE as readonly string[]).includes(kind)) return `${layers[layers.length - 1]}.${table}`;
   const column = WORKSPACE_STATE[kind as keyof typeof WORKSPACE_STATE];
   return standingRows(layers, table, column);
+}
+
+/** An overlay as the layers under the deltas read it: its alias and the organizations (name → key) it is the current copy of. */
+export interface OverlayPart {
+  alias: string;
+  organizations: Readonly<Record<string, number>>;
+}
+
+/**
+ * The statements that make schema `schema` the layers under the deltas: `low` (the base, then the whole layer
+ * if any) with each organization an overlay is the current copy of read from that overlay alone. The schema
+ * then serves as one layer (`schema.<view>`, `schema.source_<kind>`) under the deltas. Keys and names are
+ * the manifest's, never a client's: written out as constant lists, which DuckDB tests in the scans.
+ */
+export function underStatements(schema: string, low: readonly string[], overlays: readonly OverlayPart[]): string[] {
+  const keys = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.values(o.organizations)).map((k) => Math.trunc(k)).join(', ') || 'NULL';
+  const names = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.keys(o.organizations)).map(sqlLiteral).join(', ') || 'NULL';
+  const lowRows = (view: string) => (low.length === 1 ? `${low[0]}.${ident(view)}`
+    : workspaceColumn(view) ? mergedViewRows(low, view) : mergedGroupedRows(low, view));
+  // No overlay: no test (NOT IN an empty list, written NULL, would keep no row).
+  const unless = (test: string) => (overlays.length === 0 ? '' : ` WHERE ${test}`);
+  const statements = [`CREATE SCHEMA ${schema}`];
+  for (const view of VIEW_NAMES) {
+    statements.push(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${lowRows(view)} t${unless(`t._org_key NOT IN (${keys(overlays)})`)}${
+      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.${ident(view)} WHERE _org_key IN (${keys([o])})`).join('')}`);
+  }
+  for (const kind of WHOLE_STATE) statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(low, kind)}`);
+  for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
+    statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(low, kind)} s${unless(`s.organization NOT IN (${names(overlays)})`)}${
+      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.source_${kind} WHERE organization IN (${names([o])})`).join('')}`);
+  }
+  return statements;
 }

@@ -105,6 +105,12 @@ export interface Manifest {
   whole?: string;
   wholeId?: string;
   wholeOrganizations?: string[];
+  /**
+   * Files that hold small organizations whole, written by batches (delta-layout.ts): each with the snapshot
+   * that wrote it (later snapshots' files are links to that one's) and the organizations it is the current
+   * copy of, by name with the key their rows carry. No organization is in two. Oldest first.
+   */
+  overlays?: OverlayEntry[];
   /** Batches applied since the base was loaded: the next one numbers its rows' positions after theirs. */
   sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */
@@ -116,6 +122,13 @@ export interface Manifest {
   changedOrganizations?: string[];
   /** The snapshot was compacted (compact.ts): one DuckDB file without row JSON, CSV lines or Parquet files, folded copies only where they differ. */
   compacted?: boolean;
+}
+
+/** One of a snapshot's overlays (Manifest.overlays). */
+export interface OverlayEntry {
+  file: string;
+  id: string;
+  organizations: Record<string, number>;
 }
 
 /** A change batch a snapshot includes: what makes applying it exactly once checkable after a crash. */
@@ -215,7 +228,7 @@ export async function writeManifest(dataDir: string, manifest: Manifest): Promis
 export async function removeUnnamed(dataDir: string, manifest: Manifest): Promise<string[]> {
   const dir = snapshotPath(dataDir, manifest.id);
   const named = new Set(['manifest.json', 'access.json', ...Object.values(manifest.files)]);
-  for (const name of [manifest.database, manifest.major, manifest.delta, manifest.whole]) if (name) named.add(name);
+  for (const name of [manifest.database, manifest.major, manifest.delta, manifest.whole, ...(manifest.overlays ?? []).map((o) => o.file)]) if (name) named.add(name);
   const removed: string[] = [];
   for (const name of await fs.readdir(dir)) {
     if (named.has(name)) continue;

@@ -298,10 +298,11 @@ async function heldRecords(instance: DuckDBInstance, organization: string, prese
 
 /** `task` with the layers of `current` attached (none when there is no snapshot yet), detached after. */
 async function withLayers<T>(db: DuckDBConnection, dataDir: string, current: Manifest | null, task: (layers: string[]) => Promise<T>): Promise<T> {
-  const layers = current ? await attachLayers((sql) => db.run(sql), layerPaths(snapshotPath(dataDir, current.id), current)) : [];
+  if (!current) return task([]);
+  const layers = await attachLayers((sql) => db.run(sql), layerPaths(snapshotPath(dataDir, current.id), current));
   try {
-    return await task(layers);
+    return await task(layers.stack);
   } finally {
-    for (const alias of layers) await db.run(`DETACH ${alias}`);
+    await layers.detach();
   }
 }

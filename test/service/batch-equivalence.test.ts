@@ -115,11 +115,17 @@ describe('change batches answer as a full load of the resulting source', functio
         };
       };
 
+      const loaded = await readManifest(viaBatches, (await listSnapshotIds(viaBatches))[0]!);
+      const sizes = Object.keys(loaded.organizationRows!.workspaces!).map((o) => (loaded.organizationRows!.workspaces![o] ?? 0) + (loaded.organizationRows!.resources?.[o] ?? 0)).sort((x, y) => x - y);
+      const wholeRows = sizes[Math.floor(sizes.length / 2)]!;
       const forms = new Set<string>();
       for (const [i, step] of steps.entries()) {
         // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
         // layers, and folds with and without an older delta, are compared.
-        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25 });
+        // Organizations up to the median size written whole into overlays, the others layered, and overlays
+        // merged every other batch: both layouts, an organization that outgrows its overlay, several overlays
+        // and merged ones are compared.
+        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4 });
         let manifest: Manifest;
         if (i === steps.length - 1) {
           // A compaction that runs while a batch applies: its whole layer goes under the batch's snapshot.
@@ -133,6 +139,10 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
+        const overlaid = (manifest.overlays ?? []).flatMap((o) => Object.keys(o.organizations));
+        if (overlaid.length > 0) forms.add('overlays');
+        if (overlaid.some((o) => [...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []].includes(o))) forms.add('deltas over an overlay');
+        if ((manifest.overlays ?? []).some((o) => o.id === manifest.id && Object.keys(o.organizations).some((org) => !manifest.changedOrganizations?.includes(org)))) forms.add('overlays merged');
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
         await compare(step.name);
@@ -157,7 +167,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['fold', 'newer delta only', 'rebased']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['fold', 'newer delta only', 'rebased', 'overlays', 'overlays merged']);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
 
       async function compare(label: string): Promise<void> {

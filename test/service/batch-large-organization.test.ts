@@ -65,7 +65,7 @@ describe('a large organization\'s pages after change batches', function () {
       oracle(state, batch, next);
       state = next;
       // A fold threshold that folds at the third batch: the last reads a newer delta over an older one.
-      await applyBatch(batch, { dataDir: viaBatches, memoryLimit: '1GB', foldWorkspaces: 60 });
+      await applyBatch(batch, { dataDir: viaBatches, memoryLimit: '1GB', foldWorkspaces: 60, wholeRows: 0 });
       await loadSnapshot(next, { dataDir: viaLoads, memoryLimit: '1GB' });
       await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
       for (const path of paths) {

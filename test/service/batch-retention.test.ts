@@ -29,7 +29,7 @@ describe('retention of batch snapshots', function () {
     const forms: string[] = [];
     for (const name of ['first', 'second', 'third', 'fourth']) {
       // Fold every other batch: the older delta is written, shared, and replaced again.
-      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0, foldWorkspaces: 1 });
+      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0, foldWorkspaces: 1, wholeRows: 0 });
       forms.push(manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both' : 'newer');
       await h.running.snapshots.refresh();
       const page = await json(await h.explorer(`?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=${name}`));
@@ -46,6 +46,29 @@ describe('retention of batch snapshots', function () {
     expect(older.status).to.equal(200);
     expect((await json(older)).data).to.have.length(1);
   });
+
+  it('keeps serving an overlay after retention removed the snapshot that wrote it', async () => {
+    // globex's workspace renamed: the organization is small, written whole into that batch's overlay.
+    const dir = join(h.dataDir, 'batch-globex');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'workspaces.ndjson'), JSON.stringify({ ...fx.workspaces.find((w) => w.organization === fx.OTHER_ORG)!, name: 'globex-renamed' }) + '\n');
+    const first = (await applyBatch(dir, { dataDir: h.dataDir, keep: 2, keepDays: 0 })).manifest;
+    const overlay = first.overlays!.find((o) => o.organizations[fx.OTHER_ORG] !== undefined)!;
+    expect(overlay.id).to.equal(first.id);
+    expect(first.deltaOrganizations ?? []).to.not.include(fx.OTHER_ORG);
+    // Batches on acme-corp alone (which the deltas hold already: layered still); globex's overlay stays its current copy.
+    for (const name of ['fifth', 'sixth', 'seventh']) {
+      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0 });
+      expect(manifest.deltaOrganizations, name).to.include(fx.ORG);
+      expect(manifest.overlays!.find((o) => o.organizations[fx.OTHER_ORG] !== undefined)?.file, name).to.equal(overlay.file);
+    }
+    expect(existsSync(snapshotPath(h.dataDir, first.id)), 'the overlay\'s own snapshot removed').to.equal(false);
+    await h.running.snapshots.refresh();
+    const page = await json(await h.request(`/api/v2/organizations/${fx.OTHER_ORG}/explorer?type=workspaces`, { token: h.tokens.otherOrg }));
+    expect(page.data.map((r: { attributes: Record<string, unknown> }) => r.attributes['workspace-name'])).to.deep.equal(['globex-renamed']);
+    const acme = await json(await h.explorer('?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bis%5D%5B0%5D=seventh'));
+    expect(acme.data).to.have.length(1);
+  });
 });
 
 describe('history compaction beside batch snapshots', function () {
@@ -60,7 +83,7 @@ describe('history compaction beside batch snapshots', function () {
       const dir = join(h.dataDir, `batch-${name}`);
       mkdirSync(dir);
       writeFileSync(join(dir, 'workspaces.ndjson'), JSON.stringify({ ...fx.workspaces[0], name }) + '\n');
-      const { manifest } = await applyBatch(dir, { dataDir: h.dataDir, keep: 10, keepDays: 0, foldWorkspaces: 1 });
+      const { manifest } = await applyBatch(dir, { dataDir: h.dataDir, keep: 10, keepDays: 0, foldWorkspaces: 1, wholeRows: 0 });
       renamed.push([manifest.id, name]);
     }
     const folded = await readManifest(h.dataDir, renamed[1]![0]);

@@ -176,7 +176,8 @@ describe('explorer apply and explorer ingest', function () {
     const spool = join(dataDir, 'spool');
     mkdirSync(join(spool, 'incoming'), { recursive: true });
     for (const name of ['batch-0001', 'batch-0002']) cpSync(join(batches, name), join(spool, 'incoming', name), { recursive: true });
-    const off = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '0' });
+    // Every organization layered (none written whole into an overlay): deltas for the compaction to take in.
+    const off = follower(spool, dataDir, { INGEST_COMPACT_IDLE_SECONDS: '0', BATCH_WHOLE_ROWS: '0' });
     // Both in one snapshot or one each (they wait together: coalesced), as long as both are applied.
     await until(() => readdirSync(join(spool, 'incoming')).length === 0 && off.lines().flatMap((l) => l.batches ?? []).length === 2, 60_000, 'the batches');
     off.child.kill('SIGTERM');

@@ -15,6 +15,7 @@ import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { startServer } from '../../src/server.js';
+import { MAX_OVERLAYS } from '../../src/snapshots/delta-layout.js';
 import { readCurrentId, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { COALESCED_BATCHES } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
@@ -39,7 +40,10 @@ describe('a steady stream of batches beside a busy server', function () {
     await writeSampleChanges(source, join(dir, 'batches'), { batches: BATCHES, workspaces: 6, seed: 62 });
     const names = Array.from({ length: BATCHES }, (_, i) => `batch-${String(i + 1).padStart(4, '0')}`);
     const dataDir = join(dir, 'data');
-    await loadSnapshot(source, { dataDir, memoryLimit: '1GB', label: 'base' });
+    const base = (await loadSnapshot(source, { dataDir, memoryLimit: '1GB', label: 'base' })).manifest;
+    // Organizations up to the median size are written whole into overlays, the others layered: both layouts.
+    const sizes = Object.keys(base.organizationRows!.workspaces!).map((o) => base.organizationRows!.workspaces![o]! + (base.organizationRows!.resources?.[o] ?? 0)).sort((a, b) => a - b);
+    const wholeRows = sizes[Math.floor(sizes.length / 2)]!;
     const baseKb = kb(join(dataDir, 'snapshots'));
     const orgs = readFileSync(join(source, 'organizations.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).name as string);
     const store = await openStateStore(loadConfig({ DATA_DIR: dataDir }));
@@ -55,7 +59,7 @@ describe('a steady stream of batches beside a busy server', function () {
     const spool = join(dir, 'spool');
     mkdirSync(join(spool, 'incoming'), { recursive: true });
     const follower = spawn(process.execPath, [CLI, 'ingest', spool], {
-      env: { ...process.env, DATA_DIR: dataDir, SNAPSHOT_KEEP: String(keep), SNAPSHOT_KEEP_DAYS: '0', INGEST_COMPACT_MB: String(trigger / 2 ** 20), INGEST_COMPACT_IDLE_SECONDS: '0' },
+      env: { ...process.env, DATA_DIR: dataDir, SNAPSHOT_KEEP: String(keep), SNAPSHOT_KEEP_DAYS: '0', INGEST_COMPACT_MB: String(trigger / 2 ** 20), INGEST_COMPACT_IDLE_SECONDS: '0', BATCH_WHOLE_ROWS: String(wholeRows) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -75,7 +79,7 @@ describe('a steady stream of batches beside a busy server', function () {
       }
     });
     // Sampled throughout: the waiting batches, the current snapshot's deltas and layers, the disk.
-    const samples: { waiting: number; delta: number; whole: number; layers: number; disk: number }[] = [];
+    const samples: { waiting: number; delta: number; whole: number; overlays: number; overlayBytes: number; layers: number; disk: number }[] = [];
     const sampling = (async () => {
       while (streaming) {
         const id = await readCurrentId(dataDir);
@@ -83,7 +87,10 @@ describe('a steady stream of batches beside a busy server', function () {
         if (m) {
           samples.push({
             waiting: readdirSync(join(spool, 'incoming')).filter((n) => !n.startsWith('.')).length,
-            delta: deltaBytes(m), whole: m.whole ? m.sizes?.[m.whole] ?? 0 : 0, layers: [m.database, m.whole, m.major, m.delta].filter(Boolean).length,
+            delta: deltaBytes(m), whole: m.whole ? m.sizes?.[m.whole] ?? 0 : 0,
+            overlays: m.overlays?.length ?? 0, overlayBytes: (m.overlays ?? []).reduce((a, o) => a + (m.sizes?.[o.file] ?? 0), 0),
+            // The files the organization that reads the most reads: where its rows lie whole, and the deltas that hold it.
+            layers: Math.max(...orgs.map((o) => 1 + (m.majorOrganizations?.includes(o) ? 1 : 0) + (m.deltaOrganizations?.includes(o) ? 1 : 0))),
             disk: kb(join(dataDir, 'snapshots')),
           });
         }
@@ -121,17 +128,21 @@ describe('a steady stream of batches beside a busy server', function () {
     expect(lines.filter((l) => l.level === 'warn' || l.level === 'error'), out).to.deep.equal([]);
     expect(applied.flatMap((l) => l.batches)).to.deep.equal(names);
 
-    // The bounds, over every sample. A page reads at most four files (the base, a whole layer, two deltas).
+    // The bounds, over every sample. A page reads at most three files (where its organization lies whole, two
+    // deltas), and the overlays stay within their number.
     expect(samples.length).to.be.above(20);
-    expect(Math.max(...samples.map((s) => s.layers))).to.be.at.most(4);
+    expect(Math.max(...samples.map((s) => s.layers))).to.be.at.most(3);
+    expect(Math.max(...samples.map((s) => s.overlays))).to.be.at.most(MAX_OVERLAYS);
+    expect(samples.some((s) => s.overlays > 0), 'organizations written whole').to.equal(true);
     // Waiting batches: one coalesced build takes up to COALESCED_BATCHES at once.
     expect(Math.max(...samples.map((s) => s.waiting))).to.be.at.most(COALESCED_BATCHES);
     // The disk: the base, the retained snapshots' own deltas, and the whole layers that the retained
     // snapshots and the one being written share; nothing a compaction or a build left behind.
     const maxDelta = Math.max(...samples.map((s) => s.delta));
     const maxWhole = Math.max(...samples.map((s) => s.whole));
-    const bound = baseKb + ((keep + 3) * maxDelta + 3 * maxWhole) / 1024;
-    expect(Math.max(...samples.map((s) => s.disk)), `disk in KB, base ${baseKb} KB, deltas up to ${maxDelta} B, whole layers up to ${maxWhole} B`).to.be.below(bound);
+    const maxOverlays = Math.max(...samples.map((s) => s.overlayBytes));
+    const bound = baseKb + ((keep + 3) * (maxDelta + maxOverlays) + 3 * maxWhole) / 1024;
+    expect(Math.max(...samples.map((s) => s.disk)), `disk in KB, base ${baseKb} KB, deltas up to ${maxDelta} B, overlays up to ${maxOverlays} B, whole layers up to ${maxWhole} B`).to.be.below(bound);
     expect(readdirSync(join(dataDir, 'snapshots')).filter((n) => n.startsWith('.'))).to.deep.equal([]);
 
     // The result is the source with every batch applied once.

@@ -173,10 +173,15 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     return a;
   };
   const whole = await layer(manifest.whole, manifest.wholeId);
+  const overlays = new Map<string, Attachment>();
+  for (const o of manifest.overlays ?? []) {
+    const a = await layer(o.file, o.id);
+    if (a) for (const org of Object.keys(o.organizations)) overlays.set(org, a);
+  }
   const major = await layer(manifest.major, manifest.majorId);
   const minor = await layer(manifest.delta, id);
   const layers: Layers = {
-    base: attachment?.alias ?? '', whole, major, minor,
+    base: attachment?.alias ?? '', whole, overlays, major, minor,
     wholeHolds: new Set(manifest.wholeOrganizations ?? []), majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
   };
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
@@ -198,7 +203,9 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
-      if (layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) return deltaTarget(view, organization, layers, manifest, layoutOf(stamp));
+      if (layers.overlays.has(organization) || layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) {
+        return deltaTarget(view, organization, layers, manifest, layoutOf(stamp));
+      }
       return {
         relation: table,
         ...(attachment ? (manifest.positions?.includes(view) ? { rowid: ident(POSITION_COLUMN), rowidIndexed: true } : { rowid: 'rowid' }) : {}),
@@ -222,9 +229,9 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
 }
 
 /**
- * Where an organization whose rows a layer over the base holds reads them (delta-layout.ts). One the whole
- * layer holds and no delta does reads that layer as the base is read: stored order, position index, index
- * tables. A view grouped across workspaces holds the organization whole in the newest layer that holds it,
+ * Where an organization whose rows a layer over the base holds reads them (delta-layout.ts). One that an
+ * overlay or the whole layer holds whole (its overlay first) and no delta does reads that file as the base is
+ * read: stored order, position index, index tables. A view grouped across workspaces holds the organization whole in the newest layer that holds it,
  * stored as the base stores it: every plan of the base's but the position index. A view with rows per
  * workspace merges the standing rows of the layers that hold the organization (the whole layer instead of
  * the base where it holds it): pages find rows by their position column, and sort what they read; a large
@@ -234,12 +241,13 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
   const common = { organization, layout, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
   const quoted = (a: Attachment) => `"${a.alias}"`;
-  const inWhole = layers.whole !== null && layers.wholeHolds.has(organization);
+  const overlay = layers.overlays.get(organization);
+  const wholeIn = overlay ?? (layers.whole !== null && layers.wholeHolds.has(organization) ? layers.whole : null);
   const inMajor = layers.major !== null && layers.majorHolds.has(organization);
   const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
   const csvLines = manifest.csvLines?.[view];
-  if (inWhole && !inMajor && !inMinor) {
-    const table = (name: string) => `${quoted(layers.whole!)}.${ident(name)}`;
+  if (wholeIn && !inMajor && !inMinor) {
+    const table = (name: string) => `${quoted(wholeIn)}.${ident(name)}`;
     return {
       ...common, relation: table(view), csvLines, defaultOrderStored: csvLines !== undefined,
       rowid: ident(POSITION_COLUMN), ...(manifest.positions?.includes(view) ? { rowidIndexed: true } : {}),
@@ -247,11 +255,11 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     };
   }
   if (!workspaceColumn(view)) {
-    const holder = inMinor ? layers.minor! : inMajor ? layers.major! : layers.whole!;
+    const holder = inMinor ? layers.minor! : inMajor ? layers.major! : wholeIn!;
     return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
   // A layer that does not hold the organization has none of its rows and replaces none of its workspaces.
-  const stack = [inWhole ? quoted(layers.whole!) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
+  const stack = [wholeIn ? quoted(wholeIn) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
   return {
     ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
     fetchRelation: layeredRows(stack, view),
@@ -261,6 +269,8 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
 interface Layers {
   base: string;
   whole: Attachment | null;
+  /** The overlay each organization an overlay holds reads. */
+  overlays: ReadonlyMap<string, Attachment>;
   major: Attachment | null;
   minor: Attachment | null;
   wholeHolds: ReadonlySet<string>;

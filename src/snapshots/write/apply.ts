@@ -7,9 +7,9 @@ import { promises as fs } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
-  writeCurrentId, type AppliedBatch, type Manifest,
+  writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, MAJOR_FILE } from '../delta-layout.js';
+import { DELTA_FILE, MAJOR_FILE, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -49,6 +49,10 @@ export interface ApplyOptions {
   foldWorkspaces?: number;
   /** A batch that upserts or deletes at least this many workspaces folds (FOLD_BATCH_WORKSPACES). */
   foldBatchWorkspaces?: number;
+  /** A touched organization with at most this many rows of workspaces and resources is written whole (WHOLE_ROWS). */
+  wholeRows?: number;
+  /** Overlays a snapshot keeps before a batch's overlay takes in the smaller ones (MAX_OVERLAYS). */
+  maxOverlays?: number;
   memoryLimit?: string;
   threads?: number;
 }
@@ -75,6 +79,15 @@ export const FOLD_BATCH_WORKSPACES = 500;
  * replaces all its workspaces through one line): each batch copies it.
  */
 export const FOLD_BYTES = 64 * 2 ** 20;
+
+/** The overlays of `current` whose organizations the next batch's overlay takes in (MAX_OVERLAYS). */
+export function overlaysToMerge(current: Manifest, maxOverlays = MAX_OVERLAYS): OverlayEntry[] {
+  const overlays = current.overlays ?? [];
+  if (overlays.length < maxOverlays) return [];
+  const rows = (o: OverlayEntry) => Object.keys(o.organizations)
+    .reduce((a, org) => a + (current.organizationRows?.workspaces?.[org] ?? 0) + (current.organizationRows?.resources?.[org] ?? 0), 0);
+  return [...overlays].sort((a, b) => rows(a) - rows(b)).slice(0, Math.ceil(overlays.length / 2));
+}
 
 /** The workspaces a batch directory upserts or deletes: its workspace lines and its workspace deletions. */
 async function workspaceLines(dir: string): Promise<number> {
@@ -190,7 +203,7 @@ async function applyLocked(
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const paths = layerPaths(currentDir, current);
-    const sourceState = () => (state ??= openSnapshotState(paths.base, ...[paths.whole, paths.major, paths.minor].filter((p): p is string => p !== null)));
+    const sourceState = () => (state ??= openSnapshotState(paths));
     await fs.mkdir(tmp, { recursive: true });
     const chosen = await choose(current, sourceState, tmp);
     if (chosen === null) return null;
@@ -208,6 +221,8 @@ async function applyLocked(
     // Validation and the delta's build run side by side, as a load's do: the build writes only into a
     // directory that becomes a snapshot once validation has passed. A batch with problems is rejected with
     // validation's problems, whatever the build made of it, and its build is interrupted.
+    const sequence = (current.sequence ?? 0) + 1;
+    const merging = overlaysToMerge(current, opts.maxOverlays);
     const building = new AbortController();
     const validating = (async () => {
       const v = await validateBatch(dir, await sourceState());
@@ -220,6 +235,7 @@ async function applyLocked(
       const access = await readAccess(opts.dataDir, currentId);
       const built = await buildDelta({
         batchDir: dir, current, currentAccess: access, layers: paths, fold,
+        overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
         memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
       });
@@ -241,6 +257,14 @@ async function applyLocked(
     if (paths.major && !fold) await fs.link(paths.major, join(tmp, current.major!));
     const loadedAt = new Date();
     const id = newSnapshotId(loadedAt);
+    // And the overlays that stay the current copy of an organization: every one of theirs that this batch's
+    // overlay holds now is read from it.
+    const merged = new Set(merging.map((o) => o.file));
+    const overlays: OverlayEntry[] = (current.overlays ?? []).filter((o) => !merged.has(o.file))
+      .map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => delta.overlaid[org] === undefined)) }))
+      .filter((o) => Object.keys(o.organizations).length > 0);
+    for (const o of overlays) await fs.link(join(currentDir, o.file), join(tmp, o.file));
+    if (Object.keys(delta.overlaid).length > 0) overlays.push({ file: overlayFile(sequence), id, organizations: delta.overlaid });
     const layers: Partial<Manifest> = {
       ...(current.whole ? { whole: current.whole, wholeId: current.wholeId, wholeOrganizations: current.wholeOrganizations } : {}),
       ...(fold
@@ -251,7 +275,7 @@ async function applyLocked(
         }),
     };
     const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(paths.base)).size };
-    for (const name of [layers.whole, layers.major, layers.delta]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
+    for (const name of [layers.whole, layers.major, layers.delta, ...overlays.map((o) => o.file)]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
     const manifest: Manifest = {
       id,
       createdAt: loadedAt.toISOString(),
@@ -272,14 +296,16 @@ async function applyLocked(
       ...(current.listMembers ? { listMembers: true } : {}),
       base: current.base ?? current.id,
       ...layers,
-      sequence: (current.sequence ?? 0) + 1,
+      ...(overlays.length > 0 ? { overlays } : {}),
+      sequence,
       batches: [...(current.batches ?? []), ...records].slice(-BATCHES_RECORDED),
       changedOrganizations: delta.touched,
       sizes,
     };
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
-    for (const name of ['access.json', 'manifest.json', fold ? MAJOR_FILE : DELTA_FILE]) await fsyncPath(join(tmp, name));
+    const newFiles = [fold ? MAJOR_FILE : DELTA_FILE, ...(Object.keys(delta.overlaid).length > 0 ? [overlayFile(sequence)] : [])];
+    for (const name of ['access.json', 'manifest.json', ...newFiles]) await fsyncPath(join(tmp, name));
     await fs.rename(tmp, snapshotPath(opts.dataDir, id));
     await fsyncPath(root);
     await writeCurrentId(opts.dataDir, id);

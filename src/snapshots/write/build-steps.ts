@@ -7,6 +7,7 @@ import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { join } from 'node:path';
 import type { Manifest } from '../snapshot-dir.js';
 import { sqlLiteral } from '../../duckdb/sql.js';
+import { underStatements, type OverlayPart } from '../delta-layout.js';
 
 
 /**
@@ -40,10 +41,11 @@ export async function createViewTable(db: DuckDBConnection, table: string, selec
   await db.run(`CREATE TABLE ${table} (${columns.join(', ')})`);
 }
 
-/** A batch snapshot's layer files (delta-layout.ts): the base's, and the whole layer's and each delta's where it has one. */
+/** A batch snapshot's layer files (delta-layout.ts): the base's, and the whole layer's, each overlay's and each delta's where it has them. */
 export interface LayerPaths {
   base: string;
   whole: string | null;
+  overlays: { path: string; organizations: Readonly<Record<string, number>> }[];
   major: string | null;
   minor: string | null;
 }
@@ -51,19 +53,53 @@ export interface LayerPaths {
 /** The layer files of the snapshot in `dir` that `manifest` describes. */
 export const layerPaths = (dir: string, manifest: Manifest): LayerPaths => {
   const inDir = (name: string | undefined) => (name ? join(dir, name) : null);
-  return { base: join(dir, manifest.database!), whole: inDir(manifest.whole), major: inDir(manifest.major), minor: inDir(manifest.delta) };
+  return {
+    base: join(dir, manifest.database!), whole: inDir(manifest.whole), major: inDir(manifest.major), minor: inDir(manifest.delta),
+    overlays: (manifest.overlays ?? []).map((o) => ({ path: join(dir, o.file), organizations: o.organizations })),
+  };
 };
 
-/**
- * Attaches `paths` read-only as `f_base`, `f_whole`, `f_major` and `f_minor`, the names the writers' SQL reads
- * them by; returns the aliases attached, the base first.
- */
-export async function attachLayers(run: (sql: string) => Promise<unknown>, paths: LayerPaths): Promise<string[]> {
-  const aliases: string[] = [];
-  for (const [alias, path] of [['f_base', paths.base], ['f_whole', paths.whole], ['f_major', paths.major], ['f_minor', paths.minor]] as const) {
-    if (path === null) continue;
+/** A snapshot's layers as attached: what the writers' SQL reads them by. */
+export interface AttachedLayers {
+  /**
+   * The layers under the deltas read as one: `f_base` when there is nothing else under them, else the schema
+   * `f_under` (delta-layout.ts underStatements) over `f_base`, `f_whole` and the overlays `f_overlay<i>`.
+   */
+  under: string;
+  major: string | null;
+  minor: string | null;
+  /** Every layer read, `under` first. */
+  stack: string[];
+  /** The layers above the base whose replaced workspaces hide base rows: the whole layer and the deltas. */
+  replacing: string[];
+  /** Detaches them all. */
+  detach(): Promise<void>;
+}
+
+/** Attaches `paths` read-only (aliases above). */
+export async function attachLayers(run: (sql: string) => Promise<unknown>, paths: LayerPaths): Promise<AttachedLayers> {
+  const attached: string[] = [];
+  const attach = async (alias: string, path: string | null) => {
+    if (path === null) return null;
     await run(`ATTACH ${sqlLiteral(path)} AS ${alias} (READ_ONLY)`);
-    aliases.push(alias);
-  }
-  return aliases;
+    attached.push(alias);
+    return alias;
+  };
+  await attach('f_base', paths.base);
+  const whole = await attach('f_whole', paths.whole);
+  const overlays: OverlayPart[] = [];
+  for (const [i, o] of paths.overlays.entries()) overlays.push({ alias: (await attach(`f_overlay${i}`, o.path))!, organizations: o.organizations });
+  const under = whole === null && overlays.length === 0 ? 'f_base' : 'f_under';
+  if (under === 'f_under') for (const sql of underStatements(under, ['f_base', ...(whole ? [whole] : [])], overlays)) await run(sql);
+  const major = await attach('f_major', paths.major);
+  const minor = await attach('f_minor', paths.minor);
+  return {
+    under, major, minor,
+    stack: [under, ...(major ? [major] : []), ...(minor ? [minor] : [])],
+    replacing: [...(whole ? [whole] : []), ...(major ? [major] : []), ...(minor ? [minor] : [])],
+    async detach() {
+      if (under === 'f_under') await run('DROP SCHEMA f_under CASCADE');
+      for (const alias of attached.reverse()) await run(`DETACH ${alias}`);
+    },
+  };
 }

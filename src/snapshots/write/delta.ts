@@ -9,7 +9,10 @@ import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
-import { BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, WHOLE_STATE, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
+import {
+  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+} from '../delta-layout.js';
+import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
 import { deletionsFile } from './batch-validator.js';
@@ -27,6 +30,12 @@ export interface DeltaInput {
   layers: LayerPaths;
   /** Fold the newer delta into the older one: the new file is a new older delta over the base and the whole layer alone. */
   fold: boolean;
+  /**
+   * The batch's overlay (delta-layout.ts): its file, the organizations it carries over from the overlays it
+   * replaces (name → key), and how many rows of workspaces and resources a touched organization may have to
+   * be written whole into it.
+   */
+  overlay: { path: string; carried: Readonly<Record<string, number>>; wholeRows: number };
   /** The new delta file, and a directory for DuckDB's spills. */
   outPath: string;
   tempDir: string;
@@ -48,6 +57,8 @@ export interface DeltaResult {
   rows: Record<string, number>;
   /** The organizations the new delta holds, and how many workspaces it replaces. */
   held: string[];
+  /** The organizations the batch's overlay holds (name → key), written whole; none when it wrote no overlay. */
+  overlaid: Record<string, number>;
   /** The organizations this batch touched (upserted or deleted something of). */
   touched: string[];
   replacedWorkspaces: number;
@@ -78,6 +89,8 @@ interface Build {
   count: (sql: string) => Promise<number>;
   /** `prev` when the new delta replaces the current one (or both, for a fold): the schema reading them. */
   prev: string | null;
+  /** The layers under the deltas, read as one (build-steps.ts AttachedLayers). */
+  under: string;
 }
 
 /**
@@ -95,7 +108,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const { run, rows: all, release } = interruptible(db, input.signal);
   try {
     const count = async (sql: string) => Number((await all(sql))[0]![0]);
-    const b: Build = { input, db, run, all, count, prev: await attachStack(input, db, run) };
+    const b: Build = { input, db, run, all, count, ...await attachStack(input, db, run) };
     await stageBatch(b);
     const patches = await findReplaced(b);
     await writeSourceState(b);
@@ -104,14 +117,16 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await writeWorkspaceViews(b, write, patches);
     await writeGroupedViews(b, write, organizationKeys);
     const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
-    const held = await writeHeld(b, touchedNames);
-    const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
+    const heldAll = await writeHeld(b, touchedNames);
     const { organizationRows, rows } = await countOrganizationRows(b, organizationKeys, touchedNames);
     const counts = await sourceCounts(b, rows, touchedNames);
     const access = await accessAfter(b);
     const batch = await batchCounts(b);
-    await checkpoint(b);
-    return { organizationKeys, organizationRows, rows, held, touched: [...touchedNames].sort(), replacedWorkspaces, counts, access, batch };
+    const overlaid = await writeOverlay(b, touchedNames, organizationKeys, organizationRows);
+    const held = heldAll.filter((o) => overlaid[o] === undefined);
+    const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
+    await checkpoint(b, Object.keys(overlaid).length > 0);
+    return { organizationKeys, organizationRows, rows, held, overlaid, touched: [...touchedNames].sort(), replacedWorkspaces, counts, access, batch };
   } finally {
     release();
     db.closeSync();
@@ -124,8 +139,8 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<string | null> {
-  await attachLayers(run, input.layers);
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<{ prev: string | null; under: string }> {
+  const attached = await attachLayers(run, input.layers);
   await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
   // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
   // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
@@ -135,8 +150,8 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   // Asked of the table itself: a look through duckdb_columns() cost 9–13 ms of every batch.
   const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
   if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
-  const below = ['f_base', ...(input.layers.whole ? ['f_whole'] : []), ...(input.fold || !input.layers.major ? [] : ['f_major'])];
-  const replacing = [...(input.fold && input.layers.major ? ['f_major'] : []), ...(input.layers.minor ? ['f_minor'] : [])];
+  const below = [attached.under, ...(input.fold || !attached.major ? [] : [attached.major])];
+  const replacing = [...(input.fold && attached.major ? [attached.major] : []), ...(attached.minor ? [attached.minor] : [])];
   const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
   const layered = async (schema: string, layers: string[]) => {
     await run(`CREATE SCHEMA ${schema}`);
@@ -156,7 +171,7 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   }
   await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
     : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
-  return prev;
+  return { prev, under: attached.under };
 }
 
 /**
@@ -367,6 +382,59 @@ async function writeGroupedViews({ run, all, db }: Build, write: ViewWriter, org
   }
 }
 
+/**
+ * The batch's overlay (delta-layout.ts): each touched organization that existed before the batch, that no
+ * delta holds and that has at most `wholeRows` rows of workspaces and resources after it, written whole (its
+ * rows taken out of the new delta: its write is its compaction), with the organizations carried over from the
+ * overlays this one replaces as the layers under the deltas have them. An organization the batch deletes is
+ * written whole too, with no rows: the overlay then hides what lies below it by its key, and no delta needs
+ * to. Returns what the overlay holds (name → key).
+ */
+async function writeOverlay(b: Build, touched: string[], keys: Record<string, number>, organizationRows: Record<string, Record<string, number>>): Promise<Record<string, number>> {
+  const { input, run, all, db, under } = b;
+  const { current } = input;
+  const deltaHeld = new Set([...(current.major ? current.majorOrganizations ?? [] : []), ...(current.delta ? current.deltaOrganizations ?? [] : [])]);
+  const size = (o: string) => (organizationRows.workspaces?.[o] ?? 0) + (organizationRows.resources?.[o] ?? 0);
+  const whole: Record<string, number> = {};
+  for (const o of touched) {
+    const before = current.organizationKeys?.[o];
+    if (before === undefined || deltaHeld.has(o)) continue;
+    if (keys[o] === undefined || (keys[o] === before && size(o) <= input.overlay.wholeRows)) whole[o] = before;
+  }
+  const carried = Object.fromEntries(Object.entries(input.overlay.carried).filter(([o]) => whole[o] === undefined));
+  if (Object.keys(whole).length + Object.keys(carried).length === 0) return {};
+  const sequence = (current.sequence ?? 0) + 1;
+  if (sequence * OVERLAY_POSITIONS >= OVERLAY_POSITION_BASE) throw new Error(`batch ${sequence} since the load: load a source again before applying more`);
+  // Keys and names from our manifest, never a client's: written out as constant lists.
+  const keyList = (r: Record<string, number>) => Object.values(r).map((k) => Math.trunc(k)).join(', ') || 'NULL';
+  const nameList = (r: Record<string, number>) => Object.keys(r).map(sqlLiteral).join(', ') || 'NULL';
+  await run(`ATTACH ${sqlLiteral(input.overlay.path)} AS ov (STORAGE_VERSION '${STORAGE_VERSION}')`);
+  const rows = (view: string) => `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(['base', 'out'], view) : mergedGroupedRows(['base', 'out'], view)} t
+    WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList(whole)})
+    UNION ALL SELECT * FROM ${under}.${ident(view)} c WHERE c.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList(carried)}))`;
+  const written = await writeWholeViews({ db, run, all, out: 'ov', rows, first: OVERLAY_POSITION_BASE + sequence * OVERLAY_POSITIONS, positions: OVERLAY_POSITIONS, layout: current });
+  // Checked: a wrong count is a wrong answer for some organization. (A carried organization a delta holds
+  // too has its rows under the delta's: the manifest does not count those.)
+  const checked = Object.keys(carried).filter((o) => !deltaHeld.has(o));
+  for (const view of VIEW_NAMES) {
+    const expected = Object.keys(whole).reduce((a, o) => a + (organizationRows[view]?.[o] ?? 0), 0)
+      + checked.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
+    const n = checked.length === Object.keys(carried).length ? written[view]
+      : Number((await all(`SELECT count(*) FROM ov.${ident(view)} WHERE ${ident(ORGANIZATION_KEY_COLUMN)} NOT IN (${keyList(Object.fromEntries(Object.entries(carried).filter(([o]) => deltaHeld.has(o))))})`))[0]![0]);
+    if (n !== expected) throw new Error(`the batch's overlay: ${view} has ${n} rows, not ${expected}`);
+  }
+  for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
+    await run(`CREATE TABLE ov.source_${kind} AS SELECT * FROM (SELECT * FROM ${mergedState(['base', 'out'], kind)} s WHERE s.organization IN (${nameList(whole)})
+      UNION ALL SELECT * FROM ${under}.source_${kind} c WHERE c.organization IN (${nameList(carried)})) ORDER BY ALL`);
+  }
+  // What the new delta held of the organizations written whole: none of it stands over the overlay.
+  for (const view of VIEW_NAMES) await run(`DELETE FROM out.${ident(view)} WHERE ${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList(whole)})`);
+  await run(`DELETE FROM out.replaced_workspaces WHERE organization IN (${nameList(whole)})`);
+  await run(`DELETE FROM out.held_organizations WHERE name IN (${nameList(whole)})`);
+  for (const kind of Object.keys(WORKSPACE_STATE)) await run(`DELETE FROM out.source_${kind} WHERE organization IN (${nameList(whole)})`);
+  return { ...whole, ...carried };
+}
+
 /** What the new delta holds: what the deltas it replaces held, and what this batch touched. */
 async function writeHeld({ input, db, run }: Build, touchedNames: string[]): Promise<string[]> {
   const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.layers.minor ? input.current.deltaOrganizations ?? [] : [])];
@@ -457,12 +525,13 @@ async function batchCounts({ count }: Build): Promise<BatchCounts> {
  * hundred KB. Larger deltas (a batch of 1,000 workspaces already holds 20,000 resource rows) keep DuckDB's
  * choice, for the disk the retained batch snapshots take (docs/performance.md, "Change batches: small deltas uncompressed").
  */
-async function checkpoint({ run, count }: Build): Promise<void> {
-  if (await count(`SELECT (SELECT count(*) FROM out.workspaces) + (SELECT count(*) FROM out.resources)`) < UNCOMPRESSED_ROWS) {
-    await run(`SET force_compression = 'uncompressed'`);
+async function checkpoint({ run, count }: Build, overlay: boolean): Promise<void> {
+  for (const file of overlay ? ['ov', 'out'] : ['out']) {
+    const small = await count(`SELECT (SELECT count(*) FROM ${file}.workspaces) + (SELECT count(*) FROM ${file}.resources)`) < UNCOMPRESSED_ROWS;
+    await run(`SET force_compression = '${small ? 'uncompressed' : 'auto'}'`);
+    await run(`CHECKPOINT ${file}`);
+    await run(`DETACH ${file}`);
   }
-  await run('CHECKPOINT out');
-  await run('DETACH out');
 }
 
 /** Who may read what (snapshot-dir.ts AccessData), from the organizations, teams and members of a source, as the source validator derives it. */

@@ -6,28 +6,21 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import type { SourceState } from './batch-validator.js';
 import { mergedState } from '../delta-layout.js';
-import { sqlLiteral } from '../../duckdb/sql.js';
+import { attachLayers, type LayerPaths } from './build-steps.js';
 
 export interface SnapshotState extends SourceState {
   close(): void;
 }
 
-/**
- * Opens the source state of a snapshot's layers (read-only): the DuckDB file at `path`, then its deltas if
- * any, older first.
- */
-export async function openSnapshotState(path: string, ...deltaPaths: string[]): Promise<SnapshotState> {
+/** Opens the source state of a snapshot's layers (read-only), or of a loaded snapshot's DuckDB file at `path`. */
+export async function openSnapshotState(paths: LayerPaths | string): Promise<SnapshotState> {
   const instance: DuckDBInstance = await openInstance(':memory:', { threads: '2', memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
-  await db.run(`ATTACH ${sqlLiteral(path)} AS base (READ_ONLY)`);
-  const layers = ['base'];
-  for (const [i, delta] of deltaPaths.entries()) {
-    await db.run(`ATTACH ${sqlLiteral(delta)} AS delta${i} (READ_ONLY)`);
-    layers.push(`delta${i}`);
-  }
+  const layers = await attachLayers((sql) => db.run(sql),
+    typeof paths === 'string' ? { base: paths, whole: null, overlays: [], major: null, minor: null } : paths);
   await db.run('CREATE SCHEMA state');
   for (const kind of ['organizations', 'projects', 'workspaces'] as const) {
-    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
+    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)}`);
   }
   /** `sql` with each of `lists` bound as a list parameter (none asked: no rows). */
   const rows = async (sql: string, ...lists: string[][]): Promise<unknown[][]> =>

@@ -16,7 +16,7 @@
 // kept, and so is the newer delta. Whole layers number their rows apart from the deltas (delta-layout.ts).
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { POSITION_COLUMN, positionIndex, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
+import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 
@@ -25,9 +25,9 @@ import {
 } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { attachLayers, createViewTable, layerPaths, STORAGE_VERSION } from './build-steps.js';
+import { attachLayers, layerPaths, STORAGE_VERSION } from './build-steps.js';
+import { writeWholeViews } from './whole-views.js';
 
-import { viewStatements } from './view-files.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
 export interface WholeLayerOptions {
@@ -74,12 +74,18 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   // What a compaction killed midway left (one follower compacts a data directory at a time).
   for (const name of await fs.readdir(root)) if (name.startsWith('.whole-')) await fs.rm(join(root, name), { recursive: true, force: true });
   await fs.mkdir(scratch, { recursive: true });
-  const held = [...new Set([...(current.wholeOrganizations ?? []), ...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])])].sort();
+  // The organizations the deltas hold, and those of the whole layer that no overlay holds since: an
+  // organization an overlay alone holds is whole already (delta-layout.ts).
+  const deltaHeld = new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])]);
+  const overlaid = new Map((current.overlays ?? []).flatMap((o) => Object.entries(o.organizations)));
+  const held = [...new Set([...(current.wholeOrganizations ?? []).filter((o) => !overlaid.has(o)), ...deltaHeld])].sort();
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
   const keys = held.map((o) => current.organizationKeys?.[o]).filter((k): k is number => k !== undefined);
   const keyList = keys.map((k) => Math.trunc(k)).join(', ') || 'NULL';
   const names = held.map(sqlLiteral).join(', ') || 'NULL';
-  const statements = new Map(viewStatements().map((v) => [v.view, v]));
+  // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
+  // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
+  const unOverlaid = [...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => Math.trunc(k));
   const instance = await openInstance(':memory:', {
     threads: String(opts.threads ?? 2),
     memory_limit: opts.memoryLimit ?? '2GB',
@@ -92,40 +98,28 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run(`SET checkpoint_threshold = '64GB'`);
-    const deltas = layers.slice(1);
     // Each view's rows of the held organizations in the base's order, at positions of this layer's own.
     const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
     if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
+    const rows = (view: string) => `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers.stack, view) : mergedGroupedRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList}))`;
+    const written = await writeWholeViews({ db, run, all, out: 'out', rows, first, positions: WHOLE_POSITIONS, layout: current });
     for (const view of VIEW_NAMES) {
-      const { order, indexes } = statements.get(view)!;
-      const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
-      const rows = `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)} t WHERE t."_org_key" IN (${keyList}))`;
-      await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM f_base.${ident(view)} LIMIT 0`);
-      const position = `(${first} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS ${ident(POSITION_COLUMN)}`;
-      await run(`INSERT INTO out.${ident(view)} SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t ORDER BY ${order}`);
       // Checked: a wrong count is a wrong answer for some organization.
-      const written = Number((await all(`SELECT count(*) FROM out.${ident(view)}`))[0]![0]);
       const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
-      if (written !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written} rows, not ${expected}`);
-      if (written >= WHOLE_POSITIONS) throw new Error(`compacting the layers of ${id}: ${view} has ${written} rows, more than a whole layer numbers`);
-      if (current.positions?.includes(view)) await run(`CREATE INDEX ${ident(positionIndex(view))} ON out.${ident(view)} (${ident(POSITION_COLUMN)})`);
-      for (const index of indexes) {
-        if (!current.indexes?.[view]?.includes(index.column)) continue;
-        await run(`CREATE TABLE out.${ident(index.table)} AS ${index.select(`out.${ident(view)}`, undefined, ident(POSITION_COLUMN))}`);
-      }
+      if (written[view] !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written[view]} rows, not ${expected}`);
     }
     // The source state: the small kinds whole, as the newest layer has them; the held organizations' workspaces.
-    const newest = layers[layers.length - 1]!;
-    for (const kind of WHOLE_STATE) await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${newest}.source_${kind}`);
+    for (const kind of WHOLE_STATE) await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)}`);
     for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
-      await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)} s WHERE s.organization IN (${names}) ORDER BY ALL`);
+      await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)} s WHERE s.organization IN (${names}) ORDER BY ALL`);
     }
     // Replaced: what the layers above the base replaced (deleted organizations' workspaces among them), and
     // every workspace of a held organization in the base, whose rows this layer now holds whole.
     const workspaces = ident(workspaceColumn('workspaces')!);
+    const hidden = [...keys.map((k) => Math.trunc(k)), ...unOverlaid].join(', ') || 'NULL';
     await run(`CREATE TABLE out.replaced_workspaces AS SELECT DISTINCT * FROM (
-      ${deltas.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')}
-      UNION ALL SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${keyList})) ORDER BY ALL`);
+      ${layers.replacing.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces UNION ALL `).join('')
+      }SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${hidden})) ORDER BY ALL`);
     await run('CREATE TABLE out.held_organizations (name VARCHAR)');
     const appender = await db.createAppender('held_organizations', 'main', 'out');
     for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
@@ -165,14 +159,22 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       ...(keepMajor ? { major, majorId, majorOrganizations } : {}),
       ...(keepDelta ? { delta, deltaOrganizations, deltaWorkspaces } : {}),
     };
+    // An overlay stays the current copy of each organization but those the whole layer now holds as the overlay
+    // had them under the deltas; one a batch wrote into another overlay meanwhile reads that copy still.
+    const heldSet = new Set(held);
+    const before = new Map((current.overlays ?? []).flatMap((o) => Object.keys(o.organizations).map((org) => [org, o.file])));
+    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !(heldSet.has(org) && before.get(org) === o.file))) }));
+    const keptOverlays = overlays.filter((o) => Object.keys(o.organizations).length > 0);
     const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
-    for (const name of [kept.major, kept.delta]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
+    for (const name of [kept.major, kept.delta, ...keptOverlays.map((o) => o.file)]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
     const manifest: Manifest = { ...rest, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held, sizes };
+    if (keptOverlays.length > 0) manifest.overlays = keptOverlays; else delete manifest.overlays;
     await writeManifest(dataDir, manifest);
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
     await writeCurrentId(dataDir, onto.id);
     // The replaced layers' links in its directory (other snapshots keep their own; servers their pins).
-    for (const name of [onto.whole, keepMajor ? undefined : major, keepDelta ? undefined : delta]) {
+    const goneOverlays = overlays.filter((o) => Object.keys(o.organizations).length === 0).map((o) => o.file);
+    for (const name of [onto.whole, keepMajor ? undefined : major, keepDelta ? undefined : delta, ...goneOverlays]) {
       if (name && name !== file) await fs.rm(join(ontoDir, name), { force: true });
     }
     return { id, organizations: held.length, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
