@@ -13,30 +13,37 @@
 // M4  hiding the largest organization's replaced rows: a key anti join against a position list, with 1k, 10k
 //     and 25k of its workspaces replaced, on its A page and its default resources page
 // M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
+// S7  the layout as built: 10 batches of the small stream's shape (10 workspaces of its 50 organizations)
+//     applied by `applyBatch` to two linked copies, one as configured (small organizations written whole
+//     into overlays) and one with every organization layered (wholeRows 0): CPU per batch, and the pages of
+//     the organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
-// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5).
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,S7).
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { rmSync, mkdirSync } from 'node:fs';
+import { rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { compileQuery, type CompileTarget } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
-import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
+import { attachments, openSnapshot } from '../src/snapshots/read/current-snapshot.js';
+import { applyBatch } from '../src/snapshots/write/apply.js';
+import type { Manifest } from '../src/snapshots/snapshot-dir.js';
+import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { layeredRows, mergedViewRows, DELTA_POSITION_BASE } from '../src/snapshots/delta-layout.js';
 import { POSITION_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
 import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
 import { viewStatements } from '../src/snapshots/write/view-files.js';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
-import { A_QUERY, benchSnapshot, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
+import { A_QUERY, benchSnapshot, linkedCopy, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
 import { ident } from '../src/duckdb/sql.js';
 
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
 const WORK = join(BENCH_DIR, 'designs');
 const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
 const BLOCK = 20;
-const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5').split(','));
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,S7').split(','));
 const log = (m: string) => console.error(`[bench-designs] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 const rows: BenchRow[] = [];
@@ -164,6 +171,39 @@ async function main(): Promise<void> {
     for (const [label, r] of Object.entries(ratios)) {
       report('M1', `${label} page of 10 small organizations, ÷ the same on the base (median of their ratios)`,
         `held whole in an overlay: p50 ${round(percentile(r.whole, 0.5))}×, p95 ${round(percentile(r.wholeP95, 0.5))}×; today's layers after one 10-workspace batch: p50 ${round(percentile(r.layered, 0.5))}×, p95 ${round(percentile(r.layeredP95, 0.5))}×`);
+    }
+  }
+
+  if (SCENARIOS.has('S7')) {
+    const batches = join(WORK, 's7-batches');
+    await writeSampleChanges(join(BENCH_DIR, 'source'), batches, { batches: 10, workspaces: 10, seed: 71, organizations: new Set(streamed.map((o) => o.name)) });
+    const pages = { B: `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~1`, 'workspaces default': '?type=workspaces', 'resources default': '?type=resources' };
+    for (const [label, wholeRows] of [['written whole', undefined], ['layered', 0]] as const) {
+      const dir = join(WORK, `s7-${wholeRows ?? 'whole'}`);
+      linkedCopy(BENCH_DIR, dir, baseId);
+      const cpu: number[] = [];
+      let last: Manifest | undefined;
+      for (const name of readdirSync(batches).filter((n) => n.startsWith('batch-')).sort()) {
+        const spent = await cost(async () => { last = (await applyBatch(join(batches, name), { dataDir: dir, wholeRows })).manifest; });
+        cpu.push(spent.cpu);
+      }
+      report('S7', `${label}: CPU of a 10-workspace batch (10 batches, in-process applyBatch, 2 threads)`, `p50 ${round(percentile(cpu, 0.5))} s, max ${round(Math.max(...cpu))} s`);
+      const after = await openSnapshot(dir, last!.id);
+      for (const a of attachments(after)) if (a.alias !== snapshot.attachment!.alias) await c.run(`ATTACH '${a.path}' AS "${a.alias}" (READ_ONLY)`);
+      const touched = [...new Set(streamed.map((o) => o.name).filter((o) => after.manifest.organizationRows?.workspaces?.[o] !== manifest.organizationRows?.workspaces?.[o]
+        || (after.manifest.overlays ?? []).some((ov) => ov.organizations[o] !== undefined) || (after.manifest.deltaOrganizations ?? []).includes(o)))].slice(0, 10);
+      const ratios: Record<string, number[]> = {};
+      for (const org of touched) {
+        for (const [page, query] of Object.entries(pages)) {
+          const view = query.includes('resources') ? 'resources' : 'workspaces';
+          const t = await timePlans(c, query, { base: snapshot.target(view, org), after: after.target(view, org) });
+          (ratios[page] ??= []).push(t.after!.p50 / t.base!.p50);
+        }
+      }
+      for (const [page, r] of Object.entries(ratios)) {
+        report('S7', `${label}: ${page} page of ${touched.length} touched small organizations ÷ the same on the base`, `median ratio of p50s ${round(percentile(r, 0.5))}×, max ${round(Math.max(...r))}×`);
+      }
+      for (const a of attachments(after)) if (a.alias !== snapshot.attachment!.alias) await c.run(`DETACH "${a.alias}"`);
     }
   }
 
