@@ -159,11 +159,11 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       ...(keepMajor ? { major, majorId, majorOrganizations } : {}),
       ...(keepDelta ? { delta, deltaOrganizations, deltaWorkspaces } : {}),
     };
-    // An overlay stays the current copy of each organization but those the whole layer now holds as the overlay
-    // had them under the deltas; one a batch wrote into another overlay meanwhile reads that copy still.
-    const heldSet = new Set(held);
-    const before = new Map((current.overlays ?? []).flatMap((o) => Object.keys(o.organizations).map((org) => [org, o.file])));
-    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !(heldSet.has(org) && before.get(org) === o.file))) }));
+    // The whole layer now holds the organizations the deltas held over an overlay copy: no overlay stays their
+    // current copy, not even one a batch carried theirs into meanwhile (no batch writes whole an organization
+    // a delta holds, so that copy is the one under the deltas). An organization of the old whole layer a batch
+    // wrote into an overlay meanwhile reads that newer copy still.
+    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !deltaHeld.has(org))) }));
     const keptOverlays = overlays.filter((o) => Object.keys(o.organizations).length > 0);
     const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
     for (const name of [kept.major, kept.delta, ...keptOverlays.map((o) => o.file)]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
