@@ -14,8 +14,8 @@
 //     and 25k of its workspaces replaced, on its A page and its default resources page
 // M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
 // S7  the layout as built: 10 batches of the small stream's shape (10 workspaces of its 50 organizations)
-//     applied by `applyBatch` to two linked copies, one as configured (small organizations written whole
-//     into overlays) and one with every organization layered (wholeRows 0): CPU per batch, and the pages of
+//     applied by `applyBatch` to two linked copies, one with organizations of up to 20,000 rows written whole
+//     into overlays and one with every organization layered (the default): CPU per batch, and the pages of
 //     the organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
@@ -178,8 +178,8 @@ async function main(): Promise<void> {
     const batches = join(WORK, 's7-batches');
     await writeSampleChanges(join(BENCH_DIR, 'source'), batches, { batches: 10, workspaces: 10, seed: 71, organizations: new Set(streamed.map((o) => o.name)) });
     const pages = { B: `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~1`, 'workspaces default': '?type=workspaces', 'resources default': '?type=resources' };
-    for (const [label, wholeRows] of [['written whole', undefined], ['layered', 0]] as const) {
-      const dir = join(WORK, `s7-${wholeRows ?? 'whole'}`);
+    for (const [label, wholeRows] of [['written whole', 20_000], ['layered', 0]] as const) {
+      const dir = join(WORK, `s7-${wholeRows}`);
       linkedCopy(BENCH_DIR, dir, baseId);
       const cpu: number[] = [];
       let last: Manifest | undefined;

@@ -53,7 +53,8 @@ async function main(): Promise<void> {
   const untouched = small.slice(50, 100).map((o) => o.name);
   const largeOrgs = new Set([orgs[0]!.name, ...small.slice(100, 199).map((o) => o.name)]);
   const total = MINUTES * 60_000 / EVERY_MS;
-  const largeCount = Math.ceil(total / 10);
+  // Every tenth batch is a large one (the order below).
+  const largeCount = Math.floor(total / 10);
   const smallCount = total - largeCount;
   const batches = join(BENCH_DIR, 'batches', `stream-${total}`);
   if (!existsSync(join(batches, '.complete'))) {

@@ -8,7 +8,7 @@
 //   the whole layer         `whole-<n>.duckdb`, written by the follower's compaction (write/whole-layer.ts):
 //                           the organizations the deltas held, each whole, in the base's layout
 //   overlays                `overlay-<n>.duckdb`, written by batches (write/delta.ts writeOverlay): a small organization
-//                           a batch touches (at most WHOLE_ROWS rows) that no delta holds is written
+//                           a batch touches (at most BATCH_WHOLE_ROWS rows; none by default) that no delta holds is written
 //                           whole into the batch's overlay, which the manifest then names as its current copy;
 //                           its write is its compaction, and it reads one file with the base's plans. The
 //                           manifest keeps at most MAX_OVERLAYS of them: past that, a batch's overlay also
@@ -54,11 +54,12 @@ export const overlayFile = (sequence: number) => `overlay-${Math.trunc(sequence)
 /**
  * A touched organization with at most this many rows of workspaces and resources after the batch, that no
  * delta holds, is written whole into the batch's overlay: it then reads one file as an untouched organization
- * reads the base. 1,868 of the bench source's 2,000 organizations hold at most 20,000 resource rows, and every
- * organization the bench's small batches touch is among them (docs/performance.md, "Steady stream: the
- * measurements that choose the layout"). BATCH_WHOLE_ROWS sets another.
+ * reads the base. None by default (BATCH_WHOLE_ROWS sets a bound): on the bench snapshot, 20,000 makes the
+ * touched small organizations' pages 0.92–0.99× the base's instead of 1.9–5.1×, but a 10-workspace batch
+ * costs 2.5–4× the CPU (it copies its organizations' rows, not its workspaces'), and under the steady stream
+ * the follower fell further behind (docs/performance.md, "Steady stream: small organizations written whole").
  */
-export const WHOLE_ROWS = 20_000;
+export const WHOLE_ROWS = 0;
 
 /**
  * Overlays a snapshot keeps. A batch that finds this many makes its own overlay take in the organizations of

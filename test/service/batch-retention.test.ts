@@ -52,13 +52,13 @@ describe('retention of batch snapshots', function () {
     const dir = join(h.dataDir, 'batch-globex');
     mkdirSync(dir);
     writeFileSync(join(dir, 'workspaces.ndjson'), JSON.stringify({ ...fx.workspaces.find((w) => w.organization === fx.OTHER_ORG)!, name: 'globex-renamed' }) + '\n');
-    const first = (await applyBatch(dir, { dataDir: h.dataDir, keep: 2, keepDays: 0 })).manifest;
+    const first = (await applyBatch(dir, { dataDir: h.dataDir, keep: 2, keepDays: 0, wholeRows: 1_000 })).manifest;
     const overlay = first.overlays!.find((o) => o.organizations[fx.OTHER_ORG] !== undefined)!;
     expect(overlay.id).to.equal(first.id);
     expect(first.deltaOrganizations ?? []).to.not.include(fx.OTHER_ORG);
     // Batches on acme-corp alone (which the deltas hold already: layered still); globex's overlay stays its current copy.
     for (const name of ['fifth', 'sixth', 'seventh']) {
-      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0 });
+      const { manifest } = await applyBatch(renaming(name), { dataDir: h.dataDir, keep: 2, keepDays: 0, wholeRows: 1_000 });
       expect(manifest.deltaOrganizations, name).to.include(fx.ORG);
       expect(manifest.overlays!.find((o) => o.organizations[fx.OTHER_ORG] !== undefined)?.file, name).to.equal(overlay.file);
     }

@@ -72,6 +72,8 @@ export interface AttachedLayers {
   stack: string[];
   /** The layers above the base whose replaced workspaces hide base rows: the whole layer and the deltas. */
   replacing: string[];
+  /** The overlays, as attached. */
+  overlays: OverlayPart[];
   /** Detaches them all. */
   detach(): Promise<void>;
 }
@@ -94,7 +96,7 @@ export async function attachLayers(run: (sql: string) => Promise<unknown>, paths
   const major = await attach('f_major', paths.major);
   const minor = await attach('f_minor', paths.minor);
   return {
-    under, major, minor,
+    under, major, minor, overlays,
     stack: [under, ...(major ? [major] : []), ...(minor ? [minor] : [])],
     replacing: [...(whole ? [whole] : []), ...(major ? [major] : []), ...(minor ? [minor] : [])],
     async detach() {
