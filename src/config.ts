@@ -8,6 +8,7 @@ import {
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
 import { WHOLE_ROWS } from './snapshots/delta-layout.js';
+import { parseDuration } from './access/lifetimes.js';
 
 export interface Config {
   dataDir: string;
@@ -76,6 +77,8 @@ export interface Config {
   /** Seconds without a batch after which the follower compacts the current snapshot's layers (0: never). */
   ingestCompactIdleMs: number;
   ingestCompactBytes: number;
+  /** TOKEN_MAX_TTL: the longest a token lives (access/lifetimes.ts); null: no maximum. */
+  tokenMaxTtlMs: number | null;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
   batchWholeRows: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
@@ -96,6 +99,15 @@ function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${name} must be a number ≥ 0; got ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+/** TOKEN_MAX_TTL: a duration (`90d`), or unset for no maximum. */
+function maxTtl(env: NodeJS.ProcessEnv): number | null {
+  const raw = env.TOKEN_MAX_TTL;
+  if (raw === undefined || raw === '') return null;
+  const ms = parseDuration(raw);
+  if (ms === null) throw new Error(`TOKEN_MAX_TTL must be a whole positive number with s, m, h or d (90d); got ${JSON.stringify(raw)}`);
+  return ms;
 }
 
 function niceness(env: NodeJS.ProcessEnv): number {
@@ -178,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
     batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
+    tokenMaxTtlMs: maxTtl(env),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
     // libuv reads it itself and ignores what it cannot use: read as given, only to warn when it is too small.
     uvThreadpoolSize: Number(env.UV_THREADPOOL_SIZE ?? 4),

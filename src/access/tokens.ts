@@ -2,6 +2,7 @@
 // is compared in constant time so that response timing reveals nothing about a guessed secret.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
+import { hasExpired } from './lifetimes.js';
 import type { TokenKind, TokenRecord, TokenStore } from '../store/state-store.js';
 
 const TOKEN = /^(at-[A-Za-z0-9]{16})\.([A-Za-z0-9]{40})$/;
@@ -14,6 +15,8 @@ export interface NewToken {
   team?: string | null;
   user?: string | null;
   description?: string | null;
+  /** When it stops being accepted (epoch ms); none: never. */
+  expiresAt?: number | null;
 }
 
 /** Creates and stores a token; the returned bearer string is the only copy of its secret. */
@@ -29,13 +32,17 @@ export async function issueToken(store: TokenStore, spec: NewToken): Promise<{ r
     secretHash: hashSecret(secret),
     createdAt: new Date().toISOString(),
     description: spec.description ?? null,
+    expiresAt: spec.expiresAt == null ? null : new Date(spec.expiresAt).toISOString(),
   };
   await store.putToken(record);
   return { record, token: `${id}.${secret}` };
 }
 
-/** The record of a valid bearer token, or null for anything else (malformed, unknown, revoked, wrong secret). */
-export async function verifyToken(store: TokenStore, bearer: string): Promise<TokenRecord | null> {
+/**
+ * The record of a valid bearer token, or null for anything else (malformed, unknown, revoked, wrong secret,
+ * expired: lifetimes.ts, under a maximum lifetime of `maxTtlMs`).
+ */
+export async function verifyToken(store: TokenStore, bearer: string, maxTtlMs: number | null = null): Promise<TokenRecord | null> {
   const m = TOKEN.exec(bearer);
   if (!m) return null;
   const record = await store.getToken(m[1]!);
@@ -43,7 +50,7 @@ export async function verifyToken(store: TokenStore, bearer: string): Promise<To
   // Compare even when the id is unknown, so that both paths take the same time.
   const expected = Buffer.from(record?.secretHash ?? '0'.repeat(64), 'hex');
   const equal = expected.length === presented.length && timingSafeEqual(expected, presented);
-  return record && equal ? record : null;
+  return record && equal && !hasExpired(record, maxTtlMs) ? record : null;
 }
 
 /** The bearer token of an Authorization header value, or null. */

@@ -19,7 +19,8 @@ const USAGE = `usage: explorer <command>
   sync --from <url> --organization <name>[,<name>…]              mirror organizations from a live Explorer API
        [--every <15m|30s|2h>] [--label L] [--insecure-http]      (the token: EXPLORER_SYNC_TOKEN or TF_TOKEN_<host>)
   token create --organization O [--team T | --user U] [--description D]
-  token list                                                     list tokens (no secrets)
+       [--expires-in <90s|30m|12h|90d> | --expires-at <RFC 3339>]  (TOKEN_MAX_TTL: the longest allowed, and the default)
+  token list                                                     list tokens: kind, reach, created, expires (no secrets)
   token revoke <id>
   serve                                                          run the HTTP server
   notify                                                         send saved views' notifications, until stopped

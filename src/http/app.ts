@@ -54,7 +54,7 @@ export function createApp(services: Services): Koa<RequestState> {
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
   const { config } = services;
   organization.use(
-    identify(services.store),
+    identify(services.store, config.tokenMaxTtlMs),
     rateLimit({ max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, redis: services.redis, prefix: config.redisPrefix, logger: services.logger }),
     requireToken(),
     authorizeOrganization(services.snapshots),

@@ -17,6 +17,8 @@ export interface TokenRecord {
   secretHash: string;
   createdAt: string;
   description: string | null;
+  /** When it stops being accepted (ISO 8601, UTC); absent or null: never (unless TOKEN_MAX_TTL says otherwise). */
+  expiresAt?: string | null;
 }
 
 export interface SavedQueryFilter {

@@ -9,12 +9,12 @@ import type { SnapshotRegistry } from '../../snapshots/read/current-snapshot.js'
 import { StoreUnavailableError, type TokenStore } from '../../store/state-store.js';
 import type { RequestState } from '../state.js';
 
-/** Finds the caller's token, if any; sets the rate-limit context either way. */
-export const identify = (tokens: TokenStore): Middleware<RequestState> => async (ctx, next) => {
+/** Finds the caller's token, if any (an expired one is none: `maxTtlMs` is TOKEN_MAX_TTL); sets the rate-limit context either way. */
+export const identify = (tokens: TokenStore, maxTtlMs: number | null): Middleware<RequestState> => async (ctx, next) => {
   const bearer = bearerOf(ctx.get('Authorization') || undefined);
   if (bearer) {
     try {
-      const token = await verifyToken(tokens, bearer);
+      const token = await verifyToken(tokens, bearer, maxTtlMs);
       if (token) ctx.state.token = token;
     } catch (e) {
       if (!(e instanceof StoreUnavailableError)) throw e;
@@ -27,7 +27,7 @@ export const identify = (tokens: TokenStore): Middleware<RequestState> => async 
 
 export const requireToken = (): Middleware<RequestState> => async (ctx, next) => {
   if (!ctx.state.token) {
-    throw ctx.get('Authorization') ? unauthorized('The API token is not valid: it is unknown, revoked or mistyped.') : unauthorized();
+    throw ctx.get('Authorization') ? unauthorized('The API token is not valid: it is unknown, revoked, expired or mistyped.') : unauthorized();
   }
   await next();
 };

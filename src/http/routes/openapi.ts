@@ -14,7 +14,7 @@ import type { RequestState } from '../state.js';
 export function openApiRoutes(router: Router<RequestState>, deps: { config: Config; store: TokenStore }): void {
   const body = JSON.stringify(openApiDocument(openApiOptions(deps.config)));
   const etag = entityTag([body]);
-  router.get(OPENAPI_PATH, identify(deps.store), requireToken(), (ctx) => {
+  router.get(OPENAPI_PATH, identify(deps.store, deps.config.tokenMaxTtlMs), requireToken(), (ctx) => {
     if (notModified(ctx, etag)) return;
     ctx.type = 'application/json';
     ctx.body = body;

@@ -12,7 +12,7 @@ local n = redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 return n`;
 
-const TOKEN_FIELDS = ['id', 'kind', 'organization', 'team', 'user', 'secretHash', 'createdAt', 'description'] as const;
+const TOKEN_FIELDS = ['id', 'kind', 'organization', 'team', 'user', 'secretHash', 'createdAt', 'description', 'expiresAt'] as const;
 const toToken = (h: Record<string, string>): TokenRecord => ({
   id: h.id!,
   kind: h.kind as TokenRecord['kind'],
@@ -22,6 +22,7 @@ const toToken = (h: Record<string, string>): TokenRecord => ({
   secretHash: h.secretHash!,
   createdAt: h.createdAt!,
   description: h.description || null,
+  expiresAt: h.expiresAt || null,
 });
 
 export class RedisTokens implements TokenStore {

@@ -1,0 +1,117 @@
+// Token lifetimes as a user runs them: `token create --expires-in / --expires-at`, TOKEN_MAX_TTL, `token
+// list`, and a server that refuses a token past its expiry as it refuses an unknown one, checked on every
+// request, in the embedded store, Redis and a Redis Cluster, across restarts.
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { writeSmallSource } from '../fixtures/small-source.js';
+import { REDIS_BACKENDS, type RedisBackend, type StartedBackend } from '../helpers/redis-backends.js';
+
+const run = promisify(execFile);
+const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const route = '/api/v2/organizations/acme-corp/explorer?type=tf_versions';
+
+const EMBEDDED: RedisBackend = { name: 'the embedded store', start: async () => ({ env: {}, close: async () => undefined }) };
+
+for (const backend of [EMBEDDED, ...REDIS_BACKENDS]) describe(`token lifetimes, in ${backend.name}`, function () {
+  this.timeout(60_000);
+  let store: StartedBackend;
+  let dataDir: string;
+  before(async () => {
+    store = await backend.start();
+    dataDir = mkdtempSync(join(tmpdir(), 'explorer-lifetimes-'));
+    await writeSmallSource(join(dataDir, 'source'));
+    await loadSnapshot(join(dataDir, 'source'), { dataDir, memoryLimit: '512MB' });
+  });
+  after(async () => {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const explorer = async (args: string[], env: Record<string, string> = {}) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DATA_DIR: dataDir, ...store.env, ...env } });
+      return { code: 0, stdout, stderr };
+    } catch (e) {
+      const err = e as { code: number; stdout: string; stderr: string };
+      return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+    }
+  };
+  const create = async (extra: string[] = [], env: Record<string, string> = {}) => {
+    const r = await explorer(['token', 'create', '--organization', 'acme-corp', ...extra], env);
+    expect(r.code, r.stderr).to.equal(0);
+    return r.stdout.trim().split('\n').pop()!;
+  };
+  const listed = async (env: Record<string, string> = {}) => new Map((await explorer(['token', 'list'], env)).stdout.trim().split('\n')
+    .filter(Boolean).map((line) => line.split('\t')).map((f) => [f[0]!, { expires: f[6]!, state: f[7]! }]));
+  const serving = async <T>(env: Record<string, string>, task: (server: RunningServer) => Promise<T>): Promise<T> => {
+    const server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '1', RATE_LIMIT_MAX: '1000000', ...store.env, ...env }), silentLogger);
+    try { return await task(server); } finally { await server.shutdown(); }
+  };
+  const get = async (server: RunningServer, token: string) => {
+    const res = await fetch(`${server.url}${route}`, { headers: { Authorization: `Bearer ${token}` } });
+    return { status: res.status, challenge: res.headers.get('www-authenticate'), body: await res.text() };
+  };
+
+  it('refuses a token from the second it expires, as it refuses an unknown token', async () => {
+    const token = await create(['--expires-in', '3s']);
+    const stops = Date.parse((await listed()).get(token.split('.')[0]!)!.expires);
+    await serving({}, async (server) => {
+      expect((await get(server, token)).status).to.equal(200);
+      await sleep(Math.max(0, stops - Date.now()) + 50);
+      const expired = await get(server, token);
+      const unknown = await get(server, `at-${'x'.repeat(16)}.${'y'.repeat(40)}`);
+      expect(expired.status).to.equal(401);
+      expect(expired).to.deep.equal(unknown);
+      expect(expired.challenge).to.match(/^Bearer/);
+    });
+    expect((await listed()).get(token.split('.')[0]!)!.state).to.equal('expired');
+  });
+
+  it('takes --expires-at with an offset, and refuses anything else, creating nothing', async () => {
+    const at = new Date(Math.floor((Date.now() + 3_600_000) / 1000) * 1000);
+    // The same instant written in a zone five hours ahead of UTC.
+    const offset = `${new Date(at.getTime() + 5 * 3_600_000).toISOString().slice(0, 19)}+05:00`;
+    const token = await create(['--expires-at', offset]);
+    expect(Date.parse((await listed()).get(token.split('.')[0]!)!.expires)).to.equal(at.getTime());
+    const before = [...(await listed()).keys()];
+    for (const bad of [
+      ['--expires-in', '3s', '--expires-at', offset], ['--expires-in', '0s'], ['--expires-in', '5x'], ['--expires-in', '1.5h'],
+      ['--expires-at', '2020-01-01T00:00:00Z'], ['--expires-at', '2030-02-30T00:00:00Z'], ['--expires-at', '2030-01-01T00:00:00'],
+    ]) {
+      const r = await explorer(['token', 'create', '--organization', 'acme-corp', ...bad]);
+      expect(r.code, bad.join(' ')).to.equal(2);
+      expect(r.stderr, bad.join(' ')).to.match(/expires/);
+    }
+    expect([...(await listed()).keys()]).to.deep.equal(before);
+  });
+
+  it('gives TOKEN_MAX_TTL as the default lifetime and refuses a longer one', async () => {
+    const started = Date.now();
+    const token = await create([], { TOKEN_MAX_TTL: '1h' });
+    expect(Date.parse((await listed()).get(token.split('.')[0]!)!.expires) - started).to.be.within(3_590_000, 3_610_000);
+    const longer = await explorer(['token', 'create', '--organization', 'acme-corp', '--expires-in', '2h'], { TOKEN_MAX_TTL: '1h' });
+    expect(longer.code).to.equal(2);
+    expect(longer.stderr).to.include('TOKEN_MAX_TTL');
+    expect((await explorer(['token', 'list'], { TOKEN_MAX_TTL: 'soon' })).code).to.not.equal(0);
+  });
+
+  it('retires older tokens once TOKEN_MAX_TTL is lowered, across a restart', async () => {
+    const token = await create();
+    expect((await listed()).get(token.split('.')[0]!)!.expires).to.equal('never');
+    await serving({}, async (server) => expect((await get(server, token)).status).to.equal(200));
+    await sleep(2_100);
+    await serving({ TOKEN_MAX_TTL: '2s' }, async (server) => expect((await get(server, token)).status).to.equal(401));
+    expect((await listed({ TOKEN_MAX_TTL: '2s' })).get(token.split('.')[0]!)!.state).to.equal('expired');
+    // Raised again, the token serves again: the store was not changed.
+    await serving({ TOKEN_MAX_TTL: '1h' }, async (server) => expect((await get(server, token)).status).to.equal(200));
+  });
+});
