@@ -77,6 +77,8 @@ export interface Config {
   /** Seconds without a batch after which the follower compacts the current snapshot's layers (0: never). */
   ingestCompactIdleMs: number;
   ingestCompactBytes: number;
+  /** AUDIT_LOG: the file the requests of auditor tokens are logged to (`-`: standard output). */
+  auditLog: string;
   /** TOKEN_MAX_TTL: the longest a token lives (access/lifetimes.ts); null: no maximum. */
   tokenMaxTtlMs: number | null;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
@@ -191,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
     batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
     tokenMaxTtlMs: maxTtl(env),
+    auditLog: env.AUDIT_LOG === '-' ? '-' : resolve(env.AUDIT_LOG || join(resolve(env.DATA_DIR || './data'), 'audit.log')),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),
     // libuv reads it itself and ignores what it cannot use: read as given, only to warn when it is too small.
     uvThreadpoolSize: Number(env.UV_THREADPOOL_SIZE ?? 4),

@@ -32,6 +32,8 @@ export const notFound = () =>
 export const unauthorized = (detail = 'A valid API token is required: send "Authorization: Bearer <token>".') =>
   new ApiError(401, 'unauthorized', detail, undefined, { 'WWW-Authenticate': 'Bearer realm="explorer"' });
 
+export const forbidden = (detail: string) => new ApiError(403, 'forbidden', detail);
+
 export const noSnapshot = () =>
   new ApiError(503, 'service unavailable', 'No snapshot is loaded yet; load one with `explorer load <dir>` and retry.', undefined, { 'Retry-After': '5' });
 

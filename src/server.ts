@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { redisConfigured, type Config } from './config.js';
 import { createApp } from './http/app.js';
+import { openAuditLog } from './audit/audit-log.js';
 import { errorBody, JSONAPI } from './http/jsonapi.js';
 import { ApiError } from './errors.js';
 import { MAX_HEADER_BYTES } from './limits.js';
@@ -54,7 +55,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     attachedMax: config.snapshotKeep + config.snapshotKeepDays + 1 + MAX_OVERLAYS + 3,
   });
   let draining = false;
-  const app = createApp({ config, logger, snapshots, pool, store, redis, isDraining: () => draining });
+  const audit = await openAuditLog(config.auditLog);
+  if (audit.broken !== null) logger.log('error', 'the audit log cannot be written: auditor tokens are answered 503', { error: audit.broken });
+  const app = createApp({ config, logger, snapshots, pool, store, audit, redis, isDraining: () => draining });
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app.callback());
   // Requests Node rejects before Koa sees them (oversized or malformed headers) still get a JSON:API body.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -90,6 +93,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await closed;
     await snapshots.close(); // its links, once no worker reads them
     await store.close();
+    await audit.close();
     await redis?.close();
     logger.log('info', 'stopped');
   })());

@@ -13,14 +13,20 @@ export function mayExplore(token: TokenRecord, organization: string, snapshot: P
       return token.organization === organization && token.team !== null && (access.qualifyingTeams[organization] ?? []).includes(token.team);
     case 'user':
       return token.user !== null && (access.userOrganizations[token.user] ?? []).includes(organization);
+    case 'auditor':
+      return true;
   }
 }
 
-/** The rate-limit context of a token (interface §9): per user, per team or per organization token. */
+/** A token that may only read: an auditor's writes are refused (403) wherever it may read. */
+export const readOnly = (token: TokenRecord): boolean => token.kind === 'auditor';
+
+/** The rate-limit context of a token (interface §9): per user, per team or per organization token; an auditor token's its own. */
 export function rateLimitContext(token: TokenRecord): string {
   switch (token.kind) {
     case 'organization': return `org:${token.organization}`;
     case 'team': return `team:${token.organization}/${token.team}`;
     case 'user': return `user:${token.user}`;
+    case 'auditor': return `auditor:${token.id}`;
   }
 }

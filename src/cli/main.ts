@@ -18,7 +18,7 @@ const USAGE = `usage: explorer <command>
   ingest <spool-dir>                                             apply the batches renamed into <spool-dir>/incoming, until stopped
   sync --from <url> --organization <name>[,<name>…]              mirror organizations from a live Explorer API
        [--every <15m|30s|2h>] [--label L] [--insecure-http]      (the token: EXPLORER_SYNC_TOKEN or TF_TOKEN_<host>)
-  token create --organization O [--team T | --user U] [--description D]
+  token create --organization O [--team T | --user U] | --auditor  [--description D]
        [--expires-in <90s|30m|12h|90d> | --expires-at <RFC 3339>]  (TOKEN_MAX_TTL: the longest allowed, and the default)
   token list                                                     list tokens: kind, reach, created, expires (no secrets)
   token revoke <id>

@@ -13,14 +13,16 @@ export async function token(argv: string[]): Promise<number> {
   const store = await openStateStore(config);
   try {
     if (sub === 'create') {
-      const args = parseArgs(rest, ['organization', 'team', 'user', 'description', 'expires-in', 'expires-at']);
+      const args = parseArgs(rest, ['organization', 'team', 'user', 'description', 'expires-in', 'expires-at'], ['auditor']);
       const organization = args.options.get('organization');
       const team = args.options.get('team');
       const user = args.options.get('user');
-      if (!organization && !user) throw new UsageError('token create needs --organization (and optionally --team or --user)');
+      const auditor = args.options.has('auditor');
+      if (auditor && (organization || team || user)) throw new UsageError('an --auditor token reads every organization: give no --organization, --team or --user');
+      if (!auditor && !organization && !user) throw new UsageError('token create needs --organization (and optionally --team or --user), or --auditor');
       if (team && user) throw new UsageError('give --team or --user, not both');
       if (team && !organization) throw new UsageError('--team needs --organization');
-      const kind: TokenKind = team ? 'team' : user ? 'user' : 'organization';
+      const kind: TokenKind = auditor ? 'auditor' : team ? 'team' : user ? 'user' : 'organization';
       const expiresAt = expiryAsked(args.options.get('expires-in'), args.options.get('expires-at'), config.tokenMaxTtlMs);
       await warnIfUnknown(config.dataDir, organization, team);
       const { record, token } = await issueToken(store, { kind, organization, team, user, description: args.options.get('description'), expiresAt });

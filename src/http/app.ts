@@ -7,7 +7,9 @@ import type { RedisConnection } from '../redis.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { StateStore } from '../store/state-store.js';
-import { authorizeOrganization, identify, requireToken } from './middleware/access.js';
+import { authorizeOrganization, identify, requireToken, refuseWritesOfReaders } from './middleware/access.js';
+import { auditRequests } from './middleware/audit.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { errors } from './middleware/errors.js';
 import { urlLimit } from './middleware/limits.js';
@@ -33,6 +35,8 @@ export interface Services {
   snapshots: SnapshotRegistry;
   pool: QueryPool;
   store: StateStore;
+  /** Where the requests of auditor tokens are accounted for (AUDIT_LOG). */
+  audit: AuditLog;
   redis?: RedisConnection;
   isDraining: () => boolean;
 }
@@ -55,9 +59,11 @@ export function createApp(services: Services): Koa<RequestState> {
   const { config } = services;
   organization.use(
     identify(services.store, config.tokenMaxTtlMs),
+    auditRequests(services.audit, services.logger),
     rateLimit({ max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, redis: services.redis, prefix: config.redisPrefix, logger: services.logger }),
     requireToken(),
     authorizeOrganization(services.snapshots),
+    refuseWritesOfReaders(),
   );
   explorerRoutes(organization, { ...services, cache });
   explorerHistoryRoutes(organization, { ...services, cache });

@@ -460,7 +460,9 @@ export function operationObject(spec: OperationSpec, opts: ResponseOptions): Jso
     responses[status] = { ...response, headers };
   }
   if (spec.conditional) responses['304'] = { $ref: `#/components/responses/${spec.readsSnapshot ? 'NotModifiedSnapshot' : 'NotModified'}` };
-  const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
+  // A write of an organization's: refused to a read-only (auditor) token.
+  const refused: ErrorStatus[] = spec.organization && spec.method !== 'get' ? [403] : [];
+  const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...refused, ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
   for (const status of [...errors].sort((a, b) => a - b)) responses[String(status)] = errorResponseRef(status, opts);
   const operation: Json = {
     operationId: spec.operationId,

@@ -50,7 +50,7 @@ export function organizationHeaders(): Record<string, Json> {
   };
 }
 
-export type ErrorStatus = 400 | 401 | 404 | 405 | 413 | 414 | 415 | 422 | 429 | 431 | 500 | 503 | 504;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 413 | 414 | 415 | 422 | 429 | 431 | 500 | 503 | 504;
 
 interface ErrorSpec {
   name: string;
@@ -72,6 +72,10 @@ function errorSpecs(opts: ResponseOptions): Record<ErrorStatus, ErrorSpec> {
       name: 'Unauthorized',
       description: 'No bearer token, or a token that is unknown, revoked or mistyped. Checked before anything else the route does.',
       headers: ['WWW-Authenticate'],
+    },
+    403: {
+      name: 'Forbidden',
+      description: 'The token is read-only (an auditor token): it may read every organization and change nothing. Answered only for an organization that exists; for one that does not, 404 as for anyone.',
     },
     404: {
       name: 'NotFound',
@@ -115,7 +119,7 @@ function errorSpecs(opts: ResponseOptions): Record<ErrorStatus, ErrorSpec> {
     },
     503: {
       name: 'ServiceUnavailable',
-      description: 'No snapshot is loaded or its data cannot be read; too many queries are waiting for a worker (overload); or tokens or saved views cannot be reached (Redis down). Retry after `Retry-After` seconds.',
+      description: 'No snapshot is loaded or its data cannot be read; too many queries are waiting for a worker (overload); or tokens or saved views cannot be reached (Redis down); or, for an auditor token, the audit log cannot be written. Retry after `Retry-After` seconds.',
       headers: ['Retry-After'],
     },
     504: {

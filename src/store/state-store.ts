@@ -3,7 +3,8 @@
 // The embedded journal store implements it now; a Redis store must be a drop-in, so every
 // method is async and every uniqueness rule is enforced by the store itself, atomically.
 
-export type TokenKind = 'organization' | 'team' | 'user';
+/** `auditor`: reads every organization, writes nothing (docs/decisions.md, Tokens). */
+export type TokenKind = 'organization' | 'team' | 'user' | 'auditor';
 
 export interface TokenRecord {
   /** Public identifier, `at-` + 16 base-62 characters; the first part of the bearer token. */

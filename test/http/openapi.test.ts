@@ -37,7 +37,7 @@ const fill = (template: string, params: Record<string, string> = {}) =>
 
 /** Every `METHOD /path` the app's routers register (HEAD comes with GET), as OpenAPI templates. */
 function appRoutes(config: Config): string[] {
-  const app = createApp({ config, logger: silentLogger, snapshots: {} as never, pool: {} as never, store: {} as never, isDraining: () => false });
+  const app = createApp({ config, logger: silentLogger, snapshots: {} as never, pool: {} as never, store: {} as never, audit: {} as never, isDraining: () => false });
   const out = new Set<string>();
   for (const middleware of app.middleware as unknown as { router?: Router }[]) {
     for (const layer of middleware.router?.stack ?? []) {

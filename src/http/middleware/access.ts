@@ -2,9 +2,9 @@
 // (organization) — and only then do handlers look at parameters (400/422). Identification comes first
 // and does not fail, so that the rate limit can count callers without a valid token by address.
 import type { Middleware } from 'koa';
-import { rateLimitContext, mayExplore } from '../../access/policy.js';
+import { rateLimitContext, mayExplore, readOnly } from '../../access/policy.js';
 import { bearerOf, verifyToken } from '../../access/tokens.js';
-import { ApiError, noSnapshot, notFound, unauthorized } from '../../errors.js';
+import { ApiError, forbidden, noSnapshot, notFound, unauthorized } from '../../errors.js';
 import type { SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import { StoreUnavailableError, type TokenStore } from '../../store/state-store.js';
 import type { RequestState } from '../state.js';
@@ -40,5 +40,15 @@ export const authorizeOrganization = (snapshots: SnapshotRegistry): Middleware<R
   if (!mayExplore(ctx.state.token!, organization, lease.snapshot)) throw notFound();
   ctx.state.organization = organization;
   ctx.set('X-Explorer-Snapshot', lease.snapshot.id);
+  await next();
+};
+
+const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** After authorizeOrganization: a read-only token (an auditor's) may read what it reaches and change nothing. */
+export const refuseWritesOfReaders = (): Middleware<RequestState> => async (ctx, next) => {
+  if (readOnly(ctx.state.token!) && !READING.has(ctx.method)) {
+    throw forbidden('This token is read-only (an auditor token): it may read every organization and change nothing.');
+  }
   await next();
 };

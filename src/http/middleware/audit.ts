@@ -1,0 +1,33 @@
+// Every request of a token the audit log must account for (an auditor's) gets its line once its response
+// is done (the status and rows or bytes it ended with); while the log cannot be written, such a request
+// answers 503 and is not served. The path is logged with its query string; never a header, so never a secret.
+import type { Middleware } from 'koa';
+import type { AuditLog } from '../../audit/audit-log.js';
+import { ApiError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { readOnly } from '../../access/policy.js';
+import type { RequestState } from '../state.js';
+
+export const auditRequests = (log: AuditLog, logger: Logger): Middleware<RequestState> => async (ctx, next) => {
+  const token = ctx.state.token;
+  if (!token || !readOnly(token)) return next();
+  if (log.broken !== null) {
+    throw new ApiError(503, 'service unavailable', 'The audit log cannot be written, and this token\'s requests are served only when logged; retry later.',
+      undefined, { 'Retry-After': '30' }, `audit log: ${log.broken}`);
+  }
+  const organization = (ctx as unknown as { params?: Record<string, string> }).params?.organization_name ?? null;
+  ctx.res.once('close', () => {
+    const s = ctx.state;
+    log.append({
+      time: new Date().toISOString(),
+      token_id: token.id,
+      token_kind: token.kind,
+      method: ctx.method,
+      path: ctx.originalUrl,
+      organizations: organization,
+      status: ctx.status,
+      ...(s.query?.kind.endsWith('export') ? { bytes: s.query.bytes ?? null } : { rows: s.rows ?? null }),
+    }).catch((e) => logger.log('error', 'audit log not written', { error: (e as Error).message, request_id: s.requestId }));
+  });
+  await next();
+};
