@@ -32,7 +32,7 @@ export async function issueToken(store: TokenStore, spec: NewToken): Promise<{ r
     secretHash: hashSecret(secret),
     createdAt: new Date().toISOString(),
     description: spec.description ?? null,
-    expiresAt: spec.expiresAt == null ? null : new Date(spec.expiresAt).toISOString(),
+    ...(spec.expiresAt == null ? {} : { expiresAt: new Date(spec.expiresAt).toISOString() }),
   };
   await store.putToken(record);
   return { record, token: `${id}.${secret}` };

@@ -18,7 +18,7 @@ export interface TokenRecord {
   secretHash: string;
   createdAt: string;
   description: string | null;
-  /** When it stops being accepted (ISO 8601, UTC); absent or null: never (unless TOKEN_MAX_TTL says otherwise). */
+  /** When it stops being accepted (ISO 8601, UTC); absent: never (unless TOKEN_MAX_TTL says otherwise). */
   expiresAt?: string | null;
 }
 

@@ -99,6 +99,7 @@ export function contract(name: string, open: () => Promise<OpenedStore>): void {
           token('Ab9', { kind: 'team', organization: 'acme', team: 'owners', user: null, secretHash: 'f'.repeat(64), description: 'CI token, "prod" — é', createdAt: '2023-06-30T12:34:56.789Z' }),
           token('zZ', { kind: 'user', organization: null, team: null, user: 'alice@example.com', secretHash: '0123456789abcdef'.repeat(4), description: 'laptop', createdAt: at(3) }),
           token(4, { kind: 'user', organization: 'beta', team: null, user: 'bob', description: null, createdAt: at(3) }),
+          token(5, { kind: 'auditor', organization: null, team: null, user: null, description: 'audit', createdAt: at(4), expiresAt: '2027-01-31T12:00:00.000Z' }),
         ];
         for (const t of tokens) await store.putToken(t);
         for (const t of tokens) expect(await store.getToken(t.id), t.id).to.deep.equal(t);

@@ -22,7 +22,8 @@ const toToken = (h: Record<string, string>): TokenRecord => ({
   secretHash: h.secretHash!,
   createdAt: h.createdAt!,
   description: h.description || null,
-  expiresAt: h.expiresAt || null,
+  // Stored only for a token that expires: one that never does reads back as it was put, without the field.
+  ...(h.expiresAt ? { expiresAt: h.expiresAt } : {}),
 });
 
 export class RedisTokens implements TokenStore {
