@@ -21,6 +21,9 @@ export function mayExplore(token: TokenRecord, organization: string, snapshot: P
 /** A token that may only read: an auditor's writes are refused (403) wherever it may read. */
 export const readOnly = (token: TokenRecord): boolean => token.kind === 'auditor';
 
+/** A token whose every request the audit log accounts for: an auditor's. */
+export const audited = (token: TokenRecord): boolean => token.kind === 'auditor';
+
 /** The rate-limit context of a token (interface §9): per user, per team or per organization token; an auditor token's its own. */
 export function rateLimitContext(token: TokenRecord): string {
   switch (token.kind) {

@@ -2,20 +2,17 @@
 // list`, and a server that refuses a token past its expiry as it refuses an unknown one, checked on every
 // request, in the embedded store, Redis and a Redis Cluster, across restarts.
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { writeSmallSource } from '../fixtures/small-source.js';
+import { cli } from '../helpers/cli.js';
 import { REDIS_BACKENDS, type RedisBackend, type StartedBackend } from '../helpers/redis-backends.js';
 
-const run = promisify(execFile);
-const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const route = '/api/v2/organizations/acme-corp/explorer?type=tf_versions';
 
@@ -36,15 +33,7 @@ for (const backend of [EMBEDDED, ...REDIS_BACKENDS]) describe(`token lifetimes, 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const explorer = async (args: string[], env: Record<string, string> = {}) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DATA_DIR: dataDir, ...store.env, ...env } });
-      return { code: 0, stdout, stderr };
-    } catch (e) {
-      const err = e as { code: number; stdout: string; stderr: string };
-      return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-    }
-  };
+  const explorer = (args: string[], env: Record<string, string> = {}) => cli(args, dataDir, { ...store.env, ...env });
   const create = async (extra: string[] = [], env: Record<string, string> = {}) => {
     const r = await explorer(['token', 'create', '--organization', 'acme-corp', ...extra], env);
     expect(r.code, r.stderr).to.equal(0);

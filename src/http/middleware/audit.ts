@@ -5,12 +5,12 @@ import type { Middleware } from 'koa';
 import type { AuditLog } from '../../audit/audit-log.js';
 import { ApiError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { readOnly } from '../../access/policy.js';
+import { audited } from '../../access/policy.js';
 import type { RequestState } from '../state.js';
 
 export const auditRequests = (log: AuditLog, logger: Logger): Middleware<RequestState> => async (ctx, next) => {
   const token = ctx.state.token;
-  if (!token || !readOnly(token)) return next();
+  if (!token || !audited(token)) return next();
   if (log.broken !== null) {
     throw new ApiError(503, 'service unavailable', 'The audit log cannot be written, and this token\'s requests are served only when logged; retry later.',
       undefined, { 'Retry-After': '30' }, `audit log: ${log.broken}`);
