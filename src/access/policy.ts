@@ -18,10 +18,22 @@ export function mayExplore(token: TokenRecord, organization: string, snapshot: P
   }
 }
 
+/**
+ * The organizations of `snapshot` a token reaches across organizations (docs/access.md): an auditor's every
+ * one, a user's each it may explore, an organization's or team's its own where it may explore it. In
+ * name order (the order of the snapshot's access list).
+ */
+export function reach(token: TokenRecord, snapshot: Pick<Snapshot, 'organizations' | 'access'>): string[] {
+  if (token.kind === 'auditor') return [...snapshot.organizations];
+  const candidates = token.kind === 'user' ? (token.user === null ? [] : snapshot.access.userOrganizations[token.user] ?? [])
+    : token.organization === null ? [] : [token.organization];
+  return [...new Set(candidates)].filter((o) => mayExplore(token, o, snapshot));
+}
+
 /** A token that may only read: an auditor's writes are refused (403) wherever it may read. */
 export const readOnly = (token: TokenRecord): boolean => token.kind === 'auditor';
 
-/** A token whose every request the audit log accounts for: an auditor's. */
+/** A token whose every request the audit log accounts for: an auditor's (and any token's across organizations: audit.ts). */
 export const audited = (token: TokenRecord): boolean => token.kind === 'auditor';
 
 /** The rate-limit context of a token (interface §9): per user, per team or per organization token; an auditor token's its own. */

@@ -8,6 +8,47 @@ export interface Catalog {
   engine: string;
   views: readonly View[];
   view(name: string): View | undefined;
+  /** A view as the cross-organization routes read it (acrossOrganizations). */
+  across(name: string): View | undefined;
+}
+
+/** The column of every view's table that holds each row's organization by name. */
+export const ORGANIZATION_COLUMN = '_org';
+
+/** The field that names each row's organization, first in every view read across organizations. */
+export const ORGANIZATION_FIELD_NAME = 'organization_name';
+
+/**
+ * `view` as the cross-organization routes read it (docs/access.md): the same rows, each with its
+ * organization's name first. A view with an `organization_name` field of its own keeps that field, moved
+ * first; any other gets one over the hidden organization column every table stores. The default order is
+ * the organization's name, then the view's own.
+ */
+export function acrossOrganizations(view: View): View {
+  const own = view.field(ORGANIZATION_FIELD_NAME);
+  const organization: Field = own ?? {
+    name: ORGANIZATION_FIELD_NAME,
+    attribute: kebab(ORGANIZATION_FIELD_NAME),
+    column: ORGANIZATION_COLUMN,
+    type: 'string',
+    version: false,
+    indexed: false,
+    list: false,
+    foldComputed: true,
+    description: 'Organization the row belongs to.',
+    // Not in the row's stored JSON values (`_json`): a page across organizations reads each field's column.
+    index: -1,
+  };
+  const fields = [organization, ...view.fields.filter((f) => f !== own)];
+  const byName = new Map(fields.map((f) => [f.name, f]));
+  return {
+    ...view,
+    defaultSort: [ORGANIZATION_FIELD_NAME, ...view.defaultSort.filter((k) => k.replace(/^-/, '') !== ORGANIZATION_FIELD_NAME)],
+    identifying: [ORGANIZATION_FIELD_NAME, ...view.identifying.filter((n) => n !== ORGANIZATION_FIELD_NAME)],
+    fields,
+    field: (name) => byName.get(name),
+    across: true,
+  };
 }
 
 const kebab = (name: string) => name.replace(/_/g, '-');
@@ -66,7 +107,8 @@ export function catalogFor(engine = 'terraform'): Catalog {
   if (!catalog) {
     const views = VIEW_DECLS.map((d) => resolveView(d, engine));
     const byName = new Map(views.map((v) => [v.name as string, v]));
-    catalog = { engine, views, view: (name) => byName.get(name) };
+    const across = new Map(views.map((v) => [v.name as string, acrossOrganizations(v)]));
+    catalog = { engine, views, view: (name) => byName.get(name), across: (name) => across.get(name) };
     cache.set(engine, catalog);
   }
   return catalog;

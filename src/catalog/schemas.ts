@@ -34,12 +34,15 @@ function filterSchema(view: View): Schema {
   };
 }
 
+/** The id of a view's query schema: `query-<view>`, or `query-across-<view>` read across organizations. */
+export const queryId = (view: View) => `query-${view.across ? 'across-' : ''}${view.name}`;
+
 /** The normalized query of one view: what the query string and a saved view's body are both parsed into. */
 export function viewQuerySchema(view: View): Schema {
   const names = view.fields.map((f) => f.name);
   return {
-    $id: `query-${view.name}`,
-    title: `A query of the ${view.name} view`,
+    $id: queryId(view),
+    title: `A query of the ${view.name} view${view.across ? ' across organizations' : ''}`,
     type: 'object',
     required: ['filter'],
     properties: {
@@ -65,8 +68,8 @@ export const MAX_SUMS = 5;
 export function summaryGroupSchema(view: View): Schema {
   const spellings = view.fields.flatMap((f) => (f.type === 'datetime' ? SUMMARY_PERIODS.map((p) => `${f.name}:${p}`) : [f.name]));
   return {
-    $id: `summary-group-by-${view.name}`,
-    title: `The group_by of a summary of the ${view.name} view`,
+    $id: `summary-group-by-${view.across ? 'across-' : ''}${view.name}`,
+    title: `The group_by of a summary of the ${view.name} view${view.across ? ' across organizations' : ''}`,
     type: 'array',
     minItems: 1,
     maxItems: MAX_GROUP_FIELDS,
@@ -96,6 +99,10 @@ export function allSchemas(catalog: Catalog): Record<string, Schema> {
       enum: catalog.views.map((v) => v.name),
     },
   };
-  for (const view of catalog.views) out[`query-${view.name}`] = viewQuerySchema(view);
+  for (const view of catalog.views) {
+    out[queryId(view)] = viewQuerySchema(view);
+    const across = catalog.across(view.name)!;
+    out[queryId(across)] = viewQuerySchema(across);
+  }
   return out;
 }

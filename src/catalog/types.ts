@@ -65,6 +65,8 @@ export interface Field {
   indexed: boolean;
   /** A list field (FieldDecl.members): its elements are stored in membersColumn(column). */
   list: boolean;
+  /** A string field with no folded copy stored (the organization column): its fold is computed where it is compared. */
+  foldComputed?: boolean;
 }
 
 export interface View {
@@ -79,4 +81,6 @@ export interface View {
   field(name: string): Field | undefined;
   /** Parquet file name of the view inside a snapshot. */
   file: string;
+  /** Read across organizations (catalog.ts acrossOrganizations): `organization_name` first. */
+  across?: boolean;
 }

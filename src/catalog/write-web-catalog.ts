@@ -8,7 +8,7 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../query/validate.js';
 import { catalogFor, type Catalog } from './catalog.js';
 import { ALL_OPERATORS, ignoresValue, isNegative, OPERATORS_BY_TYPE, VALUE_PATTERNS, type Operator } from './operators.js';
 import { MAX_GROUP_FIELDS, MAX_SUMS, SUMMARY_PERIODS } from './schemas.js';
-import type { FieldType } from './types.js';
+import type { FieldType, View } from './types.js';
 
 export interface WebCatalog {
   engine: string;
@@ -24,16 +24,29 @@ export interface WebCatalog {
   page: { defaultSize: number; maxSize: number };
   /** What a summary (and a trend's `sum`) accepts: the periods of a datetime group, and how many group and summed fields. */
   summary: { periods: string[]; maxGroups: number; maxSums: number };
-  views: {
-    name: string;
-    description: string;
-    rowType: string;
-    defaultSort: string[];
-    /** Shown first in the page's table (ViewDecl.identifying). */
-    identifying: string[];
-    fields: { name: string; attribute: string; type: FieldType; version: boolean; list: boolean; description: string }[];
-  }[];
+  views: WebView[];
+  /** The same views read across organizations ("All organizations"): organization_name first (catalog.ts acrossOrganizations). */
+  acrossViews: WebView[];
 }
+
+interface WebView {
+  name: string;
+  description: string;
+  rowType: string;
+  defaultSort: string[];
+  /** Shown first in the page's table (ViewDecl.identifying). */
+  identifying: string[];
+  fields: { name: string; attribute: string; type: FieldType; version: boolean; list: boolean; description: string }[];
+}
+
+const webView = (v: View): WebView => ({
+  name: v.name,
+  description: v.description,
+  rowType: v.rowType,
+  defaultSort: [...v.defaultSort],
+  identifying: [...v.identifying],
+  fields: v.fields.map((f) => ({ name: f.name, attribute: f.attribute, type: f.type, version: f.version, list: f.list, description: f.description })),
+});
 
 export function renderWebCatalog(catalog: Catalog = catalogFor('terraform')): WebCatalog {
   return {
@@ -46,14 +59,8 @@ export function renderWebCatalog(catalog: Catalog = catalogFor('terraform')): We
     valuePatterns: { ...VALUE_PATTERNS },
     page: { defaultSize: DEFAULT_PAGE_SIZE, maxSize: MAX_PAGE_SIZE },
     summary: { periods: [...SUMMARY_PERIODS], maxGroups: MAX_GROUP_FIELDS, maxSums: MAX_SUMS },
-    views: catalog.views.map((v) => ({
-      name: v.name,
-      description: v.description,
-      rowType: v.rowType,
-      defaultSort: [...v.defaultSort],
-      identifying: [...v.identifying],
-      fields: v.fields.map((f) => ({ name: f.name, attribute: f.attribute, type: f.type, version: f.version, list: f.list, description: f.description })),
-    })),
+    views: catalog.views.map(webView),
+    acrossViews: catalog.views.map((v) => webView(catalog.across(v.name)!)),
   };
 }
 

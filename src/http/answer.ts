@@ -17,6 +17,7 @@ import type { ResponseCache } from './response-cache.js';
 import { JSONAPI } from './jsonapi.js';
 import { entityTag, notModified, REVALIDATE } from './etag.js';
 import { namesSnapshot, queryScope, resumed, snapshotWalk } from './cursor-walk.js';
+import { admissionKey, downloadName, readTarget, scopeName } from './reach.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
@@ -57,8 +58,8 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
   const walk = await snapshotWalk(ctx, deps.snapshots, query.page.cursor, namesSnapshot(carried), ['rows', ...queryScope(query)], terms, true);
   query = resumed(query, walk);
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
-  const organization = ctx.state.organization!;
-  const compiled = compileQuery(query, snapshot.target(query.view.name, organization));
+  const organization = scopeName(ctx);
+  const compiled = compileQuery(query, readTarget(ctx, snapshot, query.view.name));
   const base = baseUrl(ctx, deps.config.publicUrl);
   const cursor = walk ? { scope: walk.scope, snapshots: walk.snapshots, received: walk.received, keyCount: compiled.keyCount! } : undefined;
   const etag = entityTag(['page', snapshot.id, organization, compiled.count, compiled.page, query.page, query.view.rowType, query.fields.map((f) => f.attribute), base, carried, cursor ?? null]);
@@ -66,7 +67,7 @@ export async function answerPage(ctx: Ctx, deps: ExplorerDeps, query: Query, car
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'page' };
     const started = performance.now();
     const result = await runPage(deps.pool, {
-      organization,
+      organization: admissionKey(ctx),
       attach: attachments(snapshot),
       count: compiled.count,
       knownTotal: compiled.knownTotal,
@@ -99,9 +100,9 @@ const SERVED: Record<ExportFormat, { type: string; extension: string }> = {
 
 /** Streams every row of `query` in `format` (interface §6; docs/data-out.md). */
 export async function answerExport(ctx: Ctx, deps: ExplorerDeps, query: Query, format: ExportFormat): Promise<void> {
-  const organization = ctx.state.organization!;
+  const organization = scopeName(ctx);
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
-  const compiled = compileQuery(query, snapshot.target(query.view.name, organization), format);
+  const compiled = compileQuery(query, readTarget(ctx, snapshot, query.view.name), format);
   const columns = query.fields.map((f) => f.name);
   await streamDownload(ctx, deps, {
     format,
@@ -131,7 +132,6 @@ export interface Download {
 
 /** Streams a COPY to the client as a download, or answers 304 when the client holds it already. */
 export async function streamDownload(ctx: Ctx, deps: ExplorerDeps, download: Download): Promise<void> {
-  const organization = ctx.state.organization!;
   ctx.set('Cache-Control', REVALIDATE);
   if (notModified(ctx, download.etag)) return;
   const metered = ctx.state.query = download.metered;
@@ -140,7 +140,7 @@ export async function streamDownload(ctx: Ctx, deps: ExplorerDeps, download: Dow
   ctx.respond = false;
   const end = await streamExport({
     pool: deps.pool,
-    organization,
+    organization: admissionKey(ctx),
     attach: download.attach,
     query: download.query,
     format: download.format,
@@ -149,7 +149,7 @@ export async function streamDownload(ctx: Ctx, deps: ExplorerDeps, download: Dow
     header: download.format === 'csv' ? download.columns.join(',') : undefined,
     headers: {
       'Content-Type': served.type,
-      'Content-Disposition': `attachment; filename="${organization}-${download.name}-${stamp(new Date())}.${served.extension}"`,
+      'Content-Disposition': `attachment; filename="${downloadName(ctx)}-${download.name}-${stamp(new Date())}.${served.extension}"`,
       'Cache-Control': REVALIDATE,
       ETag: download.etag,
     },

@@ -7,7 +7,7 @@ import type { RedisConnection } from '../redis.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { StateStore } from '../store/state-store.js';
-import { authorizeOrganization, identify, requireToken, refuseWritesOfReaders } from './middleware/access.js';
+import { acrossOrganizations, authorizeOrganization, identify, requireToken, refuseWritesOfReaders } from './middleware/access.js';
 import { auditRequests } from './middleware/audit.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -57,10 +57,11 @@ export function createApp(services: Services): Koa<RequestState> {
 
   const organization = new Router<RequestState>({ prefix: '/api/v2/organizations/:organization_name' });
   const { config } = services;
+  const limit = rateLimit({ max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, redis: services.redis, prefix: config.redisPrefix, logger: services.logger });
   organization.use(
     identify(services.store, config.tokenMaxTtlMs),
     auditRequests(services.audit, services.logger),
-    rateLimit({ max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, redis: services.redis, prefix: config.redisPrefix, logger: services.logger }),
+    limit,
     requireToken(),
     authorizeOrganization(services.snapshots),
     refuseWritesOfReaders(),
@@ -74,6 +75,19 @@ export function createApp(services: Services): Koa<RequestState> {
   savedSummaryRoutes(organization, { ...services, cache }, '/explorer/views/:view_id', (ctx, paging) => saved.query(ctx, paging));
   notificationConfigurationRoutes(organization, services);
 
+  // Across organizations (docs/access.md): the explorer's queries, exports and summaries over every
+  // organization the token reaches, each request in the audit log.
+  const platform = new Router<RequestState>({ prefix: '/api/v2' });
+  platform.use(
+    identify(services.store, config.tokenMaxTtlMs),
+    auditRequests(services.audit, services.logger, true),
+    limit,
+    requireToken(),
+    acrossOrganizations(services.snapshots),
+  );
+  explorerRoutes(platform, { ...services, cache }, true);
+  explorerSummaryRoutes(platform, { ...services, cache }, true);
+
   app.use(requestId());
   app.use(requestLog(services.logger));
   app.use(recordMetrics(metrics));
@@ -82,5 +96,7 @@ export function createApp(services: Services): Koa<RequestState> {
   app.use(ops.routes());
   app.use(organization.routes());
   app.use(organization.allowedMethods({ throw: false }));
+  app.use(platform.routes());
+  app.use(platform.allowedMethods({ throw: false }));
   return app;
 }

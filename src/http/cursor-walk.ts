@@ -32,6 +32,7 @@ const refused = (detail: string) => badParameter('page[after]', detail);
 
 /** The route a walk is bound to: a saved view's (by its id), or the query string's. */
 const routeOf = (ctx: Ctx) => {
+  if (ctx.state.across) return 'across';
   const viewId = (ctx as Ctx & { params?: Record<string, string> }).params?.view_id;
   return viewId === undefined ? 'explorer' : `views/${viewId}`;
 };
@@ -44,7 +45,7 @@ const routeOf = (ctx: Ctx) => {
  */
 export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received: string, scopeParts: unknown[], terms: readonly SortTerm[], position = false)
   : Promise<{ scope: string; after: (string | null)[]; snapshots: Snapshot[] | null }> {
-  const scope = cursorScope([ctx.state.organization!, routeOf(ctx), ...scopeParts]);
+  const scope = cursorScope([ctx.state.organization ?? '', routeOf(ctx), ...scopeParts]);
   if (received === '') return { scope, after: [], snapshots: null };
   let cursor;
   try {
@@ -57,7 +58,7 @@ export async function resumeWalk(ctx: Ctx, registry: SnapshotRegistry, received:
   // a page in stored order).
   const types = [...terms.map((t) => t.type), ...(position ? ['BIGINT' as const, 'VARCHAR' as const] : [])];
   if (cursor.scope !== scope || (cursor.after.length !== terms.length && cursor.after.length !== types.length)) {
-    throw refused('page[after] belongs to another walk: the organization, route, type, filters or sort differ from the request that gave it. Start again with page[after]= (empty).');
+    throw refused('page[after] belongs to another walk: the organization (or all organizations), route, type, filters or sort differ from the request that gave it. Start again with page[after]= (empty).');
   }
   cursor.after.forEach((value, i) => {
     if (value !== null && !readableAs(types[i]!, value)) throw refused('page[after] is not a cursor this service gave: a value in it cannot be read.');

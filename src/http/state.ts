@@ -11,6 +11,10 @@ export interface RequestState {
   /** Rate-limit context: the token's (user, team or organization) or the client address. */
   rateKey?: string;
   organization?: string;
+  /** The request reads across organizations (docs/access.md): every organization its token reaches. */
+  across?: boolean;
+  /** Across organizations: how many organizations the answer read (the audit log's `organizations`). */
+  reached?: number;
   lease?: Lease;
   /** Leases on the other retained snapshots the request reads (history); released with `lease`. */
   history?: Lease[];

@@ -15,14 +15,17 @@ export interface RetainedSnapshot {
   snapshot: Snapshot;
 }
 
-/** The retained snapshots that include the request's organization, oldest first; the current one always. */
+/**
+ * The retained snapshots that include the request's organization (across organizations: every one), oldest
+ * first; the current one always.
+ */
 export async function organizationHistory(ctx: Ctx, registry: SnapshotRegistry): Promise<RetainedSnapshot[]> {
-  const organization = ctx.state.organization!;
+  const organization = ctx.state.organization;
   const current = ctx.state.lease!.snapshot;
   const all = await registry.history();
   if (!all.some((s) => s.id === current.id)) all.push(current);
   return all
-    .filter((s) => s.id <= current.id && s.organizations.has(organization))
+    .filter((s) => s.id <= current.id && (organization === undefined || s.organizations.has(organization)))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map((snapshot) => ({ id: snapshot.id, loadedAt: snapshot.manifest.createdAt, snapshot }));
 }

@@ -62,6 +62,7 @@ export function openApiDocument(opts: OpenApiOptions): Json {
     tags: [
       { name: 'Explorer', description: 'Queries and CSV exports.' },
       { name: 'Saved views', description: 'Stored queries of an organization.' },
+      { name: 'Across organizations', description: 'Queries, exports and summaries over every organization a token reaches, each row with its organization_name first.' },
       { name: 'History', description: 'The retained snapshots, what changed between two of them, and trends.' },
       { name: 'Summaries', description: 'A query\'s rows counted and summed by group, as JSON or CSV.' },
       { name: 'Notifications', description: 'A saved view\'s notification configurations: where and when to be told that its answer changed.' },
@@ -80,9 +81,10 @@ export function openApiDocument(opts: OpenApiOptions): Json {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'at-<16 base-62>.<40 base-62>',
-          description: 'An organization, team or user token (`explorer token create`). Explorer access to an organization: its '
-            + 'organization token, a token of its `owners` team or of a team with read_workspaces or read_projects, or a user token of a '
-            + 'member of such a team; everything else gets the 404.',
+          description: 'An organization, team, user or auditor token (`explorer token create`), which may expire. Explorer access to an organization: its '
+            + 'organization token, a token of its `owners` team or of a team with read_workspaces or read_projects, a user token of a '
+            + 'member of such a team, or an auditor token (every organization, read-only: its writes answer 403); everything else gets the 404. '
+            + 'The cross-organization routes read every organization the token reaches.',
         },
         metricsToken: {
           type: 'http',

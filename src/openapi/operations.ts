@@ -24,6 +24,8 @@ export interface OperationSpec {
   security?: Json[];
   /** Under /api/v2/organizations/{organization_name}: rate limited, authorized per organization. */
   organization?: boolean;
+  /** Across organizations (/api/v2/explorer…, docs/access.md): rate limited, every organization the token reaches, audited. */
+  across?: boolean;
   /** Answers ETag and honours If-None-Match with 304. */
   conditional?: boolean;
   /** Answers from snapshot data: its 200 and 304 carry Last-Modified, when that data was loaded. */
@@ -39,6 +41,15 @@ export interface OperationSpec {
 const ALWAYS: ErrorStatus[] = [414, 431, 500];
 /** Errors of every organization route (interface §7: 401, then 503 without snapshot, then 404). */
 const ORGANIZATION: ErrorStatus[] = [401, 404, 429, 503];
+/** Errors of every cross-organization route: no organization to be unknown, but a token, a snapshot and the audit log to need. */
+const ACROSS: ErrorStatus[] = [401, 429, 503];
+/** What every cross-organization operation reads (docs/access.md). */
+const ACROSS_REACH = 'Across organizations: every organization the token reaches (an auditor token every one, a user token each it may explore, an '
+  + 'organization or team token its own; none, an empty answer). Every view has `organization_name` first, a field like any other: filtered, '
+  + 'sorted, named in `fields` (where it always is, first) and grouped by. The default order is `organization_name`, then the view\'s own; a '
+  + 'sort on other fields breaks ties by `organization_name`, then as each organization orders its rows. The answer equals the union of the '
+  + 'per-organization answers. Every request is a line of the audit log.';
+
 
 const jsonApi = (schema: Json) => ({ [JSONAPI]: { schema } });
 
@@ -255,6 +266,7 @@ export function operationSpecs(catalog: Catalog, metrics: MetricsSetting): Opera
     csvReRun(`${viewPath}/export/csv`, 'savedViewExportCsv', true),
     ...historySpecs(catalog, viewPath),
     ...summarySpecs(catalog, viewPath),
+    ...acrossSpecs(catalog),
     ...notificationSpecs(viewPath),
   ]);
 }
@@ -359,6 +371,20 @@ function summarySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
       responses: { 200: csv() }, errors: [400, 504],
     },
     {
+      method: 'get', path: '/api/v2/explorer/summary', operationId: 'summaryAcross', tag: 'Across organizations', across: true, conditional: true, readsSnapshot: true,
+      summary: 'Count and sum a view\'s rows by group across organizations: one page', description: `${description} ${ACROSS_REACH} Counts and sums are the sums of each organization's.`,
+      parameters: ['type', 'filter.across', ...SUMMARY_PARAMETERS, ...CURSOR_PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: page },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: '/api/v2/explorer/summary/export/csv', operationId: 'summaryAcrossCsv', tag: 'Across organizations', across: true, conditional: true, readsSnapshot: true,
+      summary: 'Export every group of a summary across organizations as CSV', description: `${description} ${ACROSS_REACH} Paging is ignored.`,
+      parameters: ['type', 'filter.across', ...SUMMARY_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: csv() },
+      errors: [400, 504],
+    },
+    {
       method: 'get', path: `${viewPath}/summary`, operationId: 'savedViewSummary', tag: 'Saved views', organization: true, conditional: true,
       summary: 'Count and sum a saved view\'s rows by group: one page', description: `${description} The rows are the stored query's (its filters; its fields and sort do not apply).`,
       parameters: ['view_id', ...SUMMARY_PARAMETERS, ...CURSOR_PAGE_PARAMETERS, ...TIME_TRAVEL_PARAMETERS],
@@ -372,6 +398,29 @@ function summarySpecs(catalog: Catalog, viewPath: string): OperationSpec[] {
     },
   ];
   return specs.map((spec) => ({ ...spec, readsSnapshot: true }));
+}
+
+/**
+ * docs/access.md: the query and its exports across every organization the token reaches (an
+ * auditor token every one, a user token those it may explore, an organization or team token its own).
+ */
+function acrossSpecs(catalog: Catalog): OperationSpec[] {
+  return [
+    {
+      method: 'get', path: '/api/v2/explorer', operationId: 'queryAcross', tag: 'Across organizations', across: true, conditional: true, readsSnapshot: true,
+      summary: 'Run a query across organizations: one page of JSON:API rows', description: ACROSS_REACH,
+      parameters: [...queryParameterNames(catalog, true, true), ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: { description: 'One page of rows of the view named by `type`, `organization-name` first in each row\'s attributes.', content: jsonApi(ref('PageAcross')) } },
+      errors: [400, 504],
+    },
+    {
+      method: 'get', path: '/api/v2/explorer/export/csv', operationId: 'exportAcrossCsv', tag: 'Across organizations', across: true, conditional: true, readsSnapshot: true,
+      summary: 'Export every matching row across organizations as CSV', description: `${ACROSS_REACH} Paging is ignored. The file is named \`all-organizations-<view>-<UTC time>\`.`,
+      parameters: [...queryParameterNames(catalog, false, true), ...TIME_TRAVEL_PARAMETERS],
+      responses: { 200: csvResponse(catalog, 'Every matching row, `organization_name` the first column,') },
+      errors: [400, 504],
+    },
+  ];
 }
 
 /** docs/history.md: the snapshot list, changes and trends, for queries and for saved views. */
@@ -453,7 +502,8 @@ export function operationObject(spec: OperationSpec, opts: ResponseOptions): Jso
   ].map(paramRef);
   const responses: Json = {};
   for (const [status, response] of Object.entries(spec.responses)) {
-    const headers: Json = spec.organization ? organizationHeaders() : { 'X-Request-Id': headerRef('X-Request-Id') };
+    const headers: Json = spec.organization || spec.across ? organizationHeaders() : { 'X-Request-Id': headerRef('X-Request-Id') };
+    if (spec.across && status === '200') headers['X-Explorer-Organizations'] = headerRef('X-Explorer-Organizations');
     if (spec.conditional && status.startsWith('2')) Object.assign(headers, { ETag: headerRef('ETag'), 'Cache-Control': headerRef('Cache-Control') });
     if (spec.readsSnapshot && status.startsWith('2')) headers['Last-Modified'] = headerRef('Last-Modified');
     Object.assign(headers, (response as { headers?: Json }).headers ?? {});
@@ -462,7 +512,7 @@ export function operationObject(spec: OperationSpec, opts: ResponseOptions): Jso
   if (spec.conditional) responses['304'] = { $ref: `#/components/responses/${spec.readsSnapshot ? 'NotModifiedSnapshot' : 'NotModified'}` };
   // A write of an organization's: refused to a read-only (auditor) token.
   const refused: ErrorStatus[] = spec.organization && spec.method !== 'get' ? [403] : [];
-  const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...refused, ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
+  const errors = new Set<ErrorStatus>([...(spec.organization ? ORGANIZATION : []), ...(spec.across ? ACROSS : []), ...refused, ...spec.errors, ...(spec.public ? [] : [401 as const]), ...ALWAYS]);
   for (const status of [...errors].sort((a, b) => a - b)) responses[String(status)] = errorResponseRef(status, opts);
   const operation: Json = {
     operationId: spec.operationId,

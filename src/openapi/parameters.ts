@@ -20,8 +20,9 @@ export const TREND_PARAMETERS = ['sum', 'since'];
 export const SUMMARY_PARAMETERS = ['group_by', 'sum', 'summary.sort'];
 
 /** Component names of the query parameters of endpoints 1 and 2 (interface §4–5). */
-export function queryParameterNames(catalog: Catalog, paged: boolean): string[] {
-  return ['type', 'filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`), ...(paged ? CURSOR_PAGE_PARAMETERS : [])];
+export function queryParameterNames(catalog: Catalog, paged: boolean, across = false): string[] {
+  const a = across ? '.across' : '';
+  return ['type', `filter${a}`, `sort${a}`, `fields${a}`, ...catalog.views.map((v) => `fields${a}.${v.name}`), ...(paged ? CURSOR_PAGE_PARAMETERS : [])];
 }
 
 type In = 'path' | 'query' | 'header';
@@ -96,6 +97,12 @@ export function componentParameters(catalog: Catalog): Record<string, Json> {
   for (const view of catalog.views.map((v) => v.name)) {
     out[`fields.${view}`] = parameter(`fields[${view}]`, 'query', `Like \`fields\`, as a JSON:API sparse fieldset: applies when \`type\` is ${view} and is ignored otherwise.`,
       { schema: ref(`Fields.${view}`) });
+  }
+  // The same parameters across organizations, where every view has organization_name first (docs/access.md).
+  const across = ' Across organizations every view has `organization_name` first, as a field like any other.';
+  for (const name of ['filter', 'sort', 'fields', ...catalog.views.map((v) => `fields.${v.name}`)]) {
+    const schema = `${name === 'filter' ? 'Filter' : name === 'sort' ? 'Sort' : 'Fields'}${name.includes('.') ? `.across.${name.split('.')[1]}` : 'Across'}`;
+    out[`${name.split('.')[0]}.across${name.includes('.') ? `.${name.split('.')[1]}` : ''}`] = { ...out[name]!, description: `${out[name]!.description}${across}`, schema: ref(schema) };
   }
   return out;
 }

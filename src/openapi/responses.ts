@@ -23,6 +23,7 @@ export function componentHeaders(opts: ResponseOptions): Record<string, Json> {
     'X-Request-Id': header('The request id: the caller\'s `X-Request-Id` when it matches `^[A-Za-z0-9._:-]{1,128}$`, otherwise a new UUID. Quote it when reporting a problem.', { type: 'string' }),
     'X-Explorer-Snapshot': header('Id of the snapshot that answered (organization routes, once the organization is authorized).', { type: 'string' }),
     'X-RateLimit-Limit': header(`Requests allowed per window for this token context (${window}); organization routes only.`, { type: 'integer', minimum: 1 }),
+    'X-Explorer-Organizations': header('How many organizations a cross-organization answer read: those the token reaches in the snapshot read.', { type: 'integer', minimum: 0 }),
     'X-RateLimit-Remaining': header('Requests left in the current window.', { type: 'integer', minimum: 0 }),
     'X-RateLimit-Reset': header('Seconds until the window resets, fractional (millisecond precision).', { type: 'number', minimum: 0 }),
     'Retry-After': header('Whole seconds to wait before retrying, at least 1.', { type: 'integer', minimum: 1 }, true),

@@ -121,7 +121,10 @@ function fieldFilter(type: FieldType): Json {
   };
 }
 
+/** A view's schemas, named `<Kind>.<view>`, or `<Kind>.across.<view>` for the view read across organizations. */
 function viewSchemas(view: View): Record<string, Json> {
+  const key = view.across ? `across.${view.name}` : view.name;
+  const what = view.across ? `${view.name} view across organizations` : `${view.name} view`;
   const { names, maxFields, maxSort, maxValues } = queryLimits(view);
   const alternatives = `(?:${names.map(regexEscape).join('|')})`;
   const conditionFields: Json = {};
@@ -129,39 +132,39 @@ function viewSchemas(view: View): Record<string, Json> {
   const attributes: Json = {};
   for (const f of view.fields) attributes[f.attribute] = attributeSchema(f);
   return {
-    [`Attributes.${view.name}`]: {
+    [`Attributes.${key}`]: {
       type: 'object',
       description: `Attributes of a ${view.name} row: every field in this order by default, or those chosen by \`fields\`.`,
       additionalProperties: false,
       properties: attributes,
     },
-    [`Row.${view.name}`]: {
-      ...resource({ type: 'string', description: 'Row id (interface §3).' }, view.rowType, ref(`Attributes.${view.name}`)),
+    [`Row.${key}`]: {
+      ...resource({ type: 'string', description: 'Row id (interface §3).' }, view.rowType, ref(`Attributes.${key}`)),
       description: `${view.description} Default sort: \`${view.defaultSort.join(',')}\`, then the row id.`,
     },
-    [`Page.${view.name}`]: { ...pageOf(`Row.${view.name}`), description: `One page of the ${view.name} view.` },
-    [`Sort.${view.name}`]: {
+    [`Page.${key}`]: { ...pageOf(`Row.${key}`), description: `One page of the ${what}.` },
+    [`Sort.${key}`]: {
       type: 'string',
-      description: `Sort keys of the ${view.name} view, comma-separated, \`-\` for descending; at most ${maxSort}. Fields: ${names.join(', ')}.`,
+      description: `Sort keys of the ${what}, comma-separated, \`-\` for descending; at most ${maxSort}. Fields: ${names.join(', ')}.`,
       pattern: listPattern(`-?${alternatives}`, maxSort),
     },
-    [`Fields.${view.name}`]: {
+    [`Fields.${key}`]: {
       type: 'string',
-      description: `Fields of the ${view.name} view, comma-separated, in the order wanted (duplicates dropped); at most ${maxFields}. Fields: ${names.join(', ')}.`,
+      description: `Fields of the ${what}, comma-separated, in the order wanted (duplicates dropped); at most ${maxFields}. Fields: ${names.join(', ')}.`,
       pattern: listPattern(alternatives, maxFields),
     },
-    [`FilterCondition.${view.name}`]: {
+    [`FilterCondition.${key}`]: {
       type: 'object',
-      description: `The conditions under one filter index of the ${view.name} view, by field.`,
+      description: `The conditions under one filter index of the ${what}, by field.`,
       minProperties: 1,
       additionalProperties: false,
       properties: conditionFields,
     },
-    [`Filter.${view.name}`]: {
+    [`Filter.${key}`]: {
       type: 'object',
-      description: `Filters of the ${view.name} view by filter index i: \`filter[i][field][operator][j]=value\`. Every condition is ANDed; at most ${MAX_CONDITIONS} conditions and ${maxValues} values.`,
+      description: `Filters of the ${what} by filter index i: \`filter[i][field][operator][j]=value\`. Every condition is ANDed; at most ${MAX_CONDITIONS} conditions and ${maxValues} values.`,
       propertyNames: { pattern: INDEX },
-      additionalProperties: ref(`FilterCondition.${view.name}`),
+      additionalProperties: ref(`FilterCondition.${key}`),
     },
   };
 }
@@ -212,15 +215,15 @@ function querySchemas(catalog: Catalog): Record<string, Json> {
     out[`FilterValues.${type}`] = filterValues(type);
     out[`FieldFilter.${type}`] = fieldFilter(type);
   }
-  for (const view of catalog.views) Object.assign(out, viewSchemas(view));
+  for (const view of catalog.views) Object.assign(out, viewSchemas(view), viewSchemas(catalog.across(view.name)!));
 
-  out.Filter = {
-    description: 'Filters of the view named by `type`.',
-    anyOf: catalog.views.map((v) => ref(`Filter.${v.name}`)),
-  };
-  out.Sort = { description: 'Sort keys of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Sort.${v.name}`)) };
-  out.Fields = { description: 'Fields of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Fields.${v.name}`)) };
-  out.Page = { description: 'One page of results of the view named by `type`.', anyOf: catalog.views.map((v) => ref(`Page.${v.name}`)) };
+  // Each kind once for the views of one organization, once (`…Across`) for the views read across organizations.
+  for (const [suffix, prefix, what] of [['', '', 'the view named by `type`'], ['Across', 'across.', 'the view named by `type`, read across organizations']] as const) {
+    out[`Filter${suffix}`] = { description: `Filters of ${what}.`, anyOf: catalog.views.map((v) => ref(`Filter.${prefix}${v.name}`)) };
+    out[`Sort${suffix}`] = { description: `Sort keys of ${what}.`, anyOf: catalog.views.map((v) => ref(`Sort.${prefix}${v.name}`)) };
+    out[`Fields${suffix}`] = { description: `Fields of ${what}.`, anyOf: catalog.views.map((v) => ref(`Fields.${prefix}${v.name}`)) };
+    out[`Page${suffix}`] = { description: `One page of results of ${what}.`, anyOf: catalog.views.map((v) => ref(`Page.${prefix}${v.name}`)) };
+  }
 
   out.PageLinks = {
     type: 'object',

@@ -45,6 +45,11 @@ export interface CompiledQuery {
 export interface CompileTarget {
   relation: string;
   organization: string;
+  /**
+   * Across organizations (docs/access.md): the test that keeps the rows of the organizations read, written by
+   * the snapshot from its manifest's keys (never a client's text), in place of the one organization's test.
+   */
+  organizationFilter?: string;
   /** The organization's `_org_key`, when the snapshot stores one: the page finds its rows by it. */
   organizationKey?: number;
   /** The organization's rows in this view, when the snapshot knows them: chooses the page's plan. */
@@ -118,7 +123,7 @@ const col = (f: Field) => ident(f.column);
  * column, `foldedValue` is what a filter or an order compares.
  */
 const folded = (f: Field) => ident(foldedColumn(f.column));
-const foldedValue = (f: Field) => `coalesce(${folded(f)}, ${col(f)})`;
+const foldedValue = (f: Field) => (f.foldComputed ? foldSql(col(f)) : `coalesce(${folded(f)}, ${col(f)})`);
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 /**
@@ -322,7 +327,7 @@ export function defaultOrder(view: View): string[] {
 export function testedColumns(fields: Field[]): string[] {
   return fields.flatMap((field) => [
     col(field),
-    ...(field.type === 'string' ? [folded(field)] : []),
+    ...(field.type === 'string' && !field.foldComputed ? [folded(field)] : []),
     ...(field.version ? [ident(versionKeyColumn(field.column))] : []),
   ]);
 }
@@ -343,6 +348,7 @@ function sortColumns(query: Query): string[] {
  * other organization's row groups, where the name's string statistics (8-byte prefixes) could not.
  */
 export function organizationTest(target: CompileTarget, params: SqlValue[]): string {
+  if (target.organizationFilter !== undefined) return target.organizationFilter;
   if (target.organizationKey === undefined) {
     params.push(target.organization);
     return '"_org" = ?';

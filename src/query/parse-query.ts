@@ -26,7 +26,7 @@ export function readPageAfter(params: ReadonlyMap<string, string>): string | und
 }
 
 /** Parses decoded query parameters; throws a 400 ApiError naming the offending parameter. */
-export function parseQueryParameters(engine: string, params: Map<string, string>): ParsedRequest {
+export function parseQueryParameters(engine: string, params: Map<string, string>, across = false): ParsedRequest {
   const type = params.get('type');
   if (type === undefined) throw badParameter('type', `The parameter type is required: one of ${VIEW_NAMES.join(', ')}.`);
   const view = knownView(engine, type);
@@ -79,7 +79,7 @@ export function parseQueryParameters(engine: string, params: Map<string, string>
       return { parameter: path.split('/')[1] ?? 'query' };
     },
   };
-  const query = validateQuery(engine, type, doc, origin);
+  const query = validateQuery(engine, type, doc, origin, 400, across);
   const cursor = readPageAfter(params);
   return { query: cursor === undefined ? query : { ...query, page: { ...query.page, cursor } }, carried };
 }

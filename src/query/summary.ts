@@ -34,7 +34,7 @@ const split = (text: string) => (text === '' ? [] : text.split(',').map((s) => s
 
 const validators = new Map<string, ValidateFunction>();
 function groupValidator(engine: string, view: View): ValidateFunction {
-  const key = `${engine}\u0000${view.name}`;
+  const key = `${engine}\u0000${view.name}\u0000${view.across === true}`;
   let validate = validators.get(key);
   if (!validate) {
     validate = new Ajv({ allErrors: false, strict: true }).compile(summaryGroupSchema(view));

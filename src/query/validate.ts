@@ -3,7 +3,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { catalogFor, type Catalog } from '../catalog/catalog.js';
 import { canonicalOperator, ignoresValue, OPERATORS_BY_TYPE, type Operator } from '../catalog/operators.js';
-import { allSchemas } from '../catalog/schemas.js';
+import { allSchemas, queryId } from '../catalog/schemas.js';
 import type { Field, View } from '../catalog/types.js';
 import { ApiError } from '../errors.js';
 import { parseDatetime } from './values.js';
@@ -41,7 +41,9 @@ function validatorsFor(engine: string): Validators {
     const byView = new Map<string, ValidateFunction>();
     const schemas = allSchemas(catalog);
     ajv.addSchema(schemas.page!);
-    for (const view of catalog.views) byView.set(view.name, ajv.compile(schemas[`query-${view.name}`]!));
+    for (const view of catalog.views) {
+      for (const v of [view, catalog.across(view.name)!]) byView.set(queryId(v), ajv.compile(schemas[queryId(v)]!));
+    }
     v = { catalog, byView, page: ajv.getSchema('page')! };
     validators.set(engine, v);
   }
@@ -106,11 +108,11 @@ function parsePositive(text: string | undefined, fallback: number): number {
  * Validates `doc` for `viewName` and returns the typed query. `origin` names the client's parameters in
  * errors; `status` is 400 for query strings and 422 for saved-view bodies.
  */
-export function validateQuery(engine: string, viewName: string, doc: QueryDocument, origin: QueryOrigin, status: ErrorStatus = 400): Query {
+export function validateQuery(engine: string, viewName: string, doc: QueryDocument, origin: QueryOrigin, status: ErrorStatus = 400, across = false): Query {
   const { catalog, byView } = validatorsFor(engine);
-  const view = catalog.view(viewName)!;
+  const view = across ? catalog.across(viewName)! : catalog.view(viewName)!;
   for (const f of doc.filter) f.operator = canonicalOperator(f.operator);
-  const validate = byView.get(view.name)!;
+  const validate = byView.get(queryId(view))!;
   if (!validate(doc)) {
     const { path, detail } = describe(view, doc, validate.errors![0]!);
     throw invalid(origin, path, detail, status);
@@ -132,8 +134,18 @@ export function validateQuery(engine: string, viewName: string, doc: QueryDocume
   }
   if (groups.size > MAX_CONDITIONS) throw invalid(origin, '/filter', `At most ${MAX_CONDITIONS} filter conditions are allowed; got ${groups.size}.`, status);
 
-  const fields: Field[] = doc.fields ? [...new Set(doc.fields)].map((n) => view.field(n)!) : view.fields;
-  const sort = sortKeys(view, doc.sort ?? view.defaultSort);
+  const named: Field[] = doc.fields ? [...new Set(doc.fields)].map((n) => view.field(n)!) : view.fields;
+  let sort = sortKeys(view, doc.sort ?? view.defaultSort);
+  // Across organizations (docs/access.md): organization_name is always a field, first; a sort on other fields
+  // breaks its ties by it, then as each organization's own answer does (by row id). The view's default
+  // order is organization_name and then the view's own (catalog.ts acrossOrganizations).
+  const organization = across ? view.fields[0]! : undefined;
+  const fields = organization ? [organization, ...named.filter((f) => f !== organization)] : named;
+  if (organization) {
+    if (!sort.some((k) => k.field === organization)) sort = [...sort, { field: organization, descending: false }];
+    // A sort by organization_name alone leaves each organization's rows in that organization's default order.
+    if (sort.every((k) => k.field === organization)) sort = [...sort, ...sortKeys(view, view.defaultSort.slice(1))];
+  }
 
   return { view, fields, sort, conditions: [...groups.values()], page: pageOf(doc.page, origin, status) };
 }

@@ -97,9 +97,17 @@ export type StateKind = (typeof WHOLE_STATE)[number] | keyof typeof WORKSPACE_ST
  * With an organization's key, only that organization's replaced workspaces are looked up: the tables are
  * stored in key order, so the lookup reads a few row groups instead of every replaced workspace.
  */
-const standing = (rows: string, column: string, later: readonly string[], organizationKey?: number) =>
-  `SELECT b.* FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT id FROM ${delta}.replaced_workspaces${
-    organizationKey === undefined ? '' : ` WHERE _org_key = ${Math.trunc(organizationKey)}`}) r${i} ON r${i}.id = b.${ident(column)}`).join('')}`;
+const standing = (rows: string, column: string, later: readonly string[], organizationKey?: OrganizationKey) =>
+  `SELECT b.* FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT ${organizationKey === 'each' ? '_org_key, ' : ''}id FROM ${delta}.replaced_workspaces${
+    typeof organizationKey === 'number' ? ` WHERE _org_key = ${Math.trunc(organizationKey)}` : ''}) r${i} ON r${i}.id = b.${ident(column)}${
+    organizationKey === 'each' ? ` AND r${i}._org_key = b._org_key` : ''}`).join('')}`;
+
+/**
+ * Which replaced workspaces a merge looks up: those of one organization (its key), those of each row's own
+ * organization (`each`: a read across organizations, so that every organization's rows are merged exactly
+ * as a read of it alone merges them), or every one (undefined: the writer's own reads).
+ */
+export type OrganizationKey = number | 'each';
 
 /**
  * The rows of `view`, a view with rows per workspace, as a stack of layers gives them (`layers`: the
@@ -107,14 +115,14 @@ const standing = (rows: string, column: string, later: readonly string[], organi
  * replaced. Given the key of the one organization a read is about (a number from the manifest, never a
  * client's), only its replaced workspaces are looked up.
  */
-export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: number): string {
+export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: OrganizationKey): string {
   const column = workspaceColumn(view);
   if (!column) throw new Error(`view ${view} has no rows per workspace`);
   return standingRows(layers, ident(view), column, organizationKey);
 }
 
 /** Each layer's `table` less the rows whose workspace (in `column`) a later layer replaced. */
-const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: number) =>
+const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey) =>
   `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}`
     : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
 

@@ -42,7 +42,7 @@ function compareValues(view: string, field: string, a: Value, b: Value): number 
 }
 
 /** Nulls last in both directions; `descending` reverses the rest. Versions before non-versions either way. */
-function compareDirected(view: string, field: string, a: Value, b: Value, descending: boolean): number {
+export function compareDirected(view: string, field: string, a: Value, b: Value, descending: boolean): number {
   if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
   if (VERSION_FIELDS.has(field) && VERSION.test(String(a)) !== VERSION.test(String(b))) return VERSION.test(String(a)) ? -1 : 1;
   const c = compareValues(view, field, a, b);

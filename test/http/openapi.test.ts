@@ -404,6 +404,29 @@ describe('OpenAPI document (GET /api/v2/explorer/openapi.json)', function () {
       expect((await call('GET', `${VIEW}/summary/export/${format}`, { params: { view_id: id }, query: '?group_by=name' })).status).to.equal(200);
     }
 
+    // Across organizations: a user token reaching one organization (alice), the query, its exports, the summary, and errors.
+    const ACROSS = '/api/v2/explorer';
+    for (const view of catalog.views) {
+      const page = await call('GET', ACROSS, { query: clientQuery({ type: view.name, 'page[size]': '2' }), token: h.tokens.alice });
+      expect(page.status, page.text.slice(0, 300)).to.equal(200);
+      expect(page.body.data.length, view.name).to.be.greaterThan(0);
+      expect(Object.keys(page.body.data[0].attributes)[0]).to.equal('organization-name');
+      contract.expectValid(contract.schemaPointer(`Page.across.${view.name}`), page.body);
+      const walked = await call('GET', ACROSS, { query: clientQuery({ type: view.name, 'page[after]': '', 'page[size]': '1' }), token: h.tokens.alice });
+      contract.expectValid(contract.schemaPointer(`Page.across.${view.name}`), walked.body);
+      for (const format of ['csv', 'parquet', 'ndjson']) {
+        expect((await call('GET', `${ACROSS}/export/${format}`, { query: clientQuery({ type: view.name }), token: h.tokens.alice })).status).to.equal(200);
+      }
+      const summary = await call('GET', `${ACROSS}/summary`, { query: clientQuery({ type: view.name, group_by: 'organization_name' }), token: h.tokens.alice });
+      contract.expectValid(contract.schemaPointer('SummaryPage'), summary.body);
+      for (const format of ['csv', 'parquet', 'ndjson']) {
+        expect((await call('GET', `${ACROSS}/summary/export/${format}`, { query: clientQuery({ type: view.name, group_by: 'organization_name' }), token: h.tokens.alice })).status).to.equal(200);
+      }
+    }
+    expect((await call('GET', ACROSS, { query: '?type=workspaces', token: null })).status).to.equal(401);
+    expect((await call('GET', ACROSS, { query: '?type=nope' })).status).to.equal(400);
+    expect((await call('GET', `${ACROSS}/summary`, { query: '?type=workspaces&group_by=nope' })).status).to.equal(400);
+
     // Notification configurations: create, list, show, update, delete, and a refused url.
     const NCS = `${VIEW}/notification-configurations`;
     const ncBody = { data: { type: 'notification-configurations', attributes: {

@@ -30,9 +30,14 @@ function committed(name: string): string {
 describe('schemas/generated', () => {
   const rendered = renderSchemas();
 
-  it('renders the query-type schema and one schema per view', () => {
+  it('renders the query-type schema and one schema per view, and per view read across organizations', () => {
     expect([...rendered.keys()].sort()).to.deep.equal([
       'page.schema.json',
+      'query-across-modules.schema.json',
+      'query-across-providers.schema.json',
+      'query-across-resources.schema.json',
+      'query-across-tf_versions.schema.json',
+      'query-across-workspaces.schema.json',
       'query-modules.schema.json',
       'query-providers.schema.json',
       'query-resources.schema.json',
@@ -62,6 +67,15 @@ describe('schemas/generated', () => {
   });
 
   for (const view of catalogFor('terraform').views) {
+    it(`query-across-${view.name}.schema.json: organization_name first, then the view's contract fields`, () => {
+      const schema = JSON.parse(rendered.get(`query-across-${view.name}.schema.json`)!) as Json;
+      const names = ['organization_name', ...Object.keys(CONTRACT[view.name]!).filter((n) => n !== 'organization_name')];
+      expect(schema.$id).to.equal(`query-across-${view.name}`);
+      expect(schema.properties.fields.items.enum).to.deep.equal(names);
+      expect(schema.properties.filter.items.properties.field.enum).to.deep.equal(names);
+      expect(catalogFor('terraform').across(view.name)!.defaultSort[0]).to.equal('organization_name');
+    });
+
     describe(`query-${view.name}.schema.json`, () => {
       // The rendering, which the byte-for-byte tests above tie to the committed file.
       const load = () => JSON.parse(rendered.get(`query-${view.name}.schema.json`)!) as Json;

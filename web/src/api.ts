@@ -89,7 +89,12 @@ export class Api {
   }
 }
 
-export const organizationPath = (organization: string) => `organizations/${encodeURIComponent(organization)}/`;
+/** What the organization picker offers when the token reaches several organizations: the cross-organization routes. */
+export const ALL_ORGANIZATIONS = 'All organizations';
+
+/** The API path an organization's routes start with; across organizations, the API's root (`explorer`, `explorer/summary`). */
+export const organizationPath = (organization: string) =>
+  (organization === ALL_ORGANIZATIONS ? '' : `organizations/${encodeURIComponent(organization)}/`);
 
 /** The file name of a Content-Disposition header (`filename="…"`), if any. */
 export function filenameOf(disposition: string | null): string | null {

@@ -1,7 +1,7 @@
 // The explorer page: plain DOM over the explorer API. One page of rows is fetched at a time, whatever the
 // size of the organization; the CSV is fetched with the token and handed to the browser as a Blob. The
 // query lives in the URL fragment (shareable), the token in session storage (never in the URL).
-import { Api, ApiProblem, filenameOf, organizationPath, type Problem } from './api.js';
+import { ALL_ORGANIZATIONS, Api, ApiProblem, filenameOf, organizationPath, type Problem } from './api.js';
 import { Catalog, loadCatalog, type FieldType, type WebField, type WebView } from './catalog.js';
 import { byId, focus, formatBytes, formatCount, h } from './dom.js';
 import * as History from './history.js';
@@ -33,6 +33,8 @@ const el = {
   tokenShow: byId<HTMLButtonElement>('token-show'),
   tokenForget: byId<HTMLButtonElement>('token-forget'),
   org: byId<HTMLInputElement>('org'),
+  orgChoices: byId<HTMLDataListElement>('org-choices'),
+  orgHint: byId('org-hint'),
   view: byId<HTMLSelectElement>('view'),
   viewDesc: byId('view-desc'),
   filters: byId<HTMLOListElement>('filters'),
@@ -84,11 +86,55 @@ let savedStale = false;
 let editing: { id: string; mode: 'rename' | 'delete' } | null = null;
 /** The URL fragment this page wrote last, so that its own history entries are not re-applied. */
 let lastHash = '';
+/** The token the organization picker's choices were asked for. */
+let offeredFor: string | null = null;
 /** A column header to focus again once the table is redrawn (after sorting with the keyboard). */
 let refocusSort: string | null = null;
 
 const viewOf = (q: Q.UiQuery): WebView => catalog.view(q.type) ?? catalog.defaultView;
 const organization = () => el.org.value.trim();
+/** The picker reads "All organizations": the queries go to the cross-organization routes. */
+const acrossOrganizations = () => organization() === ALL_ORGANIZATIONS;
+
+/**
+ * The catalog follows the picker: across organizations every view has organization_name first. What the
+ * query names that the new reading lacks (organization_name of a view that has none of its own) is dropped.
+ */
+function followPicker(): void {
+  if (catalog.across === acrossOrganizations()) return;
+  catalog.across = acrossOrganizations();
+  const view = viewOf(query);
+  const known = (name: string) => catalog.field(view, name.replace(/^-/, '')) !== undefined;
+  query.filters = query.filters.filter((f) => known(f.field));
+  query.sort = query.sort.filter(known);
+  if (query.fields) query.fields = query.fields.filter(known);
+  if (query.fields?.length === 0) query.fields = null;
+  query.snapshot = undefined;
+  renderQueryControls();
+}
+
+/**
+ * Offers the organizations the token reaches in the picker, and "All organizations" first when it reaches
+ * more than one (the cross-organization summary of workspaces by organization names them; the
+ * X-Explorer-Organizations header counts them, those without workspaces too).
+ */
+async function offerOrganizations(): Promise<void> {
+  try {
+    const { body, response } = await api.json<{ data: { attributes: Record<string, unknown> }[] }>(
+      `explorer/summary?${Q.encodePairs([['type', 'workspaces'], ['group_by', 'organization_name'], ['sort', 'organization_name'], ['page[size]', '100']])}`);
+    const reached = Number(response.headers.get('X-Explorer-Organizations') ?? '0');
+    const names = body.data.map((g) => String(g.attributes['organization-name']));
+    const choices = reached > 1 ? [ALL_ORGANIZATIONS, ...names] : names;
+    el.orgChoices.replaceChildren(...choices.map((name) => h('option', { value: name })));
+    el.orgHint.hidden = reached <= 1;
+    el.orgHint.textContent = reached > 1 ? `This token reaches ${formatCount(reached)} organizations: choose “${ALL_ORGANIZATIONS}” to query them together.` : '';
+  } catch {
+    // Only suggestions: the field still takes any name; the next focus asks again.
+    offeredFor = null;
+    el.orgChoices.replaceChildren();
+    el.orgHint.hidden = true;
+  }
+}
 const tokenValue = () => el.token.value.trim();
 
 // ---------- messages ----------
@@ -449,7 +495,7 @@ function renderTable(): void {
   el.table.tHead!.replaceChildren(head);
   el.table.tBodies[0]!.replaceChildren(body);
   const p = page.meta.pagination;
-  el.caption.textContent = `${view.name} of ${shown.organization}: page ${formatCount(p['current-page'])} of ${formatCount(p['total-pages'])}, ${formatCount(p['total-count'])} rows, sorted by ${keys.join(', ')}`;
+  el.caption.textContent = `${view.name} of ${shown.organization === ALL_ORGANIZATIONS ? 'all organizations' : shown.organization}: page ${formatCount(p['current-page'])} of ${formatCount(p['total-pages'])}, ${formatCount(p['total-count'])} rows, sorted by ${keys.join(', ')}`;
   if (refocusSort) {
     focus(el.table.querySelector<HTMLButtonElement>(`thead button[data-field="${CSS.escape(refocusSort)}"]`));
     refocusSort = null;
@@ -577,6 +623,14 @@ const listedOrganization = () => saved?.organization ?? organization();
 async function loadSaved(): Promise<void> {
   const org = organization();
   if (org === '' || tokenValue() === '') return;
+  if (acrossOrganizations()) {
+    // Saved views belong to one organization each.
+    saved = null;
+    openSaved = null;
+    renderSaved();
+    renderSaveControls();
+    return;
+  }
   try {
     const views: Q.SavedViewResource[] = [];
     for (let page: number | null = 1; page !== null && page <= 100;) {
@@ -616,7 +670,8 @@ function renderSaved(focusSelector?: string): void {
   renderNotifications();
   const views = saved?.views ?? [];
   el.savedEmpty.hidden = views.length > 0;
-  el.savedEmpty.textContent = saved ? `No saved views in ${saved.organization} yet.` : 'Run a query to see the organization\'s saved views.';
+  el.savedEmpty.textContent = saved ? `No saved views in ${saved.organization} yet.`
+    : acrossOrganizations() ? 'Saved views belong to one organization: choose one to see its saved views.' : 'Run a query to see the organization\'s saved views.';
   el.savedList.replaceChildren(...views.map((v) => savedItem(v)));
   if (focusSelector) focus(el.savedList.querySelector<HTMLElement>(focusSelector));
 }
@@ -676,6 +731,10 @@ async function openSavedView(id: string, push = true): Promise<void> {
 
 async function saveNew(): Promise<void> {
   if (!ready()) return;
+  if (acrossOrganizations()) {
+    showError('Saved views belong to one organization', 'Choose an organization to save this query in, or keep its link (Copy link).', el.org);
+    return;
+  }
   const name = el.saveName.value.trim();
   if (name === '') {
     showError('No name', 'Give the saved view a name.', el.saveName);
@@ -749,9 +808,12 @@ async function deleteSaved(v: Q.SavedViewResource): Promise<void> {
 
 /** Shows what a link holds; returns the saved view it names, which the caller opens once the page can ask for it. */
 function applyLink(text: string): string | null {
+  // The link's organization first: across organizations its fields are read as the cross-organization views'.
+  const org = Q.decodePairs(text).find(([k]) => k === 'org')?.[1];
+  if (org !== undefined) el.org.value = org;
+  catalog.across = acrossOrganizations();
   const parsed = Q.parseLink(catalog, text);
   query = parsed.query;
-  if (parsed.organization !== null) el.org.value = parsed.organization;
   openSaved = null;
   renderQueryControls();
   renderSaved();
@@ -773,6 +835,12 @@ function wire(): void {
   // Another token may see other views: the list is fetched again after the next query. Not redrawn now:
   // this fires as the focus leaves the field, and a list collapsing under the pointer moves what was clicked.
   el.token.addEventListener('change', () => { savedStale = true; });
+  // The picker's choices are asked for when it is about to be used, once per token: no request otherwise.
+  el.org.addEventListener('focus', () => {
+    if (tokenValue() === '' || offeredFor === tokenValue()) return;
+    offeredFor = tokenValue();
+    void offerOrganizations();
+  });
   el.tokenShow.addEventListener('click', () => {
     const show = el.token.type === 'password';
     el.token.type = show ? 'text' : 'password';
@@ -789,6 +857,7 @@ function wire(): void {
   });
   el.org.addEventListener('change', () => {
     el.org.removeAttribute('aria-invalid');
+    followPicker();
     openSaved = null;
     renderSaveControls(); // the list itself follows after the next query (see the token above)
   });
@@ -871,6 +940,7 @@ async function start(): Promise<void> {
   renderViewSelect();
   el.token.value = sessionStorage.getItem(TOKEN_KEY) ?? '';
   el.org.value = localStorage.getItem(ORG_KEY) ?? '';
+  catalog.across = acrossOrganizations();
   query = Q.emptyQuery(catalog);
   lastHash = location.hash;
   const saved = location.hash.length > 1 ? applyLink(location.hash) : null;

@@ -30,6 +30,8 @@ export interface WebCatalog {
   /** What a summary (and a trend's `sum`) accepts: the periods of a datetime group, and how many group and summed fields. */
   summary: { periods: string[]; maxGroups: number; maxSums: number };
   views: WebView[];
+  /** The views read across organizations ("All organizations"): organization_name first. */
+  acrossViews: WebView[];
 }
 
 export async function loadCatalog(): Promise<WebCatalog> {
@@ -38,14 +40,21 @@ export async function loadCatalog(): Promise<WebCatalog> {
   return (await res.json()) as WebCatalog;
 }
 
+/**
+ * The views as the organization picker reads them: one organization's, or across organizations (`across`,
+ * "All organizations"), where every view has organization_name first. The page switches it as the picker changes.
+ */
 export class Catalog {
   private readonly byName: Map<string, WebView>;
+  private readonly acrossByName: Map<string, WebView>;
+  across = false;
   constructor(readonly data: WebCatalog) {
     this.byName = new Map(data.views.map((v) => [v.name, v]));
+    this.acrossByName = new Map(data.acrossViews.map((v) => [v.name, v]));
   }
-  get views(): WebView[] { return this.data.views; }
-  get defaultView(): WebView { return this.data.views[0]!; }
-  view(name: string): WebView | undefined { return this.byName.get(name); }
+  get views(): WebView[] { return this.across ? this.data.acrossViews : this.data.views; }
+  get defaultView(): WebView { return this.views[0]!; }
+  view(name: string): WebView | undefined { return (this.across ? this.acrossByName : this.byName).get(name); }
   field(view: WebView, name: string): WebField | undefined { return view.fields.find((f) => f.name === name); }
   operators(type: FieldType): string[] { return this.data.operators.byType[type]; }
   ignoresValue(operator: string): boolean { return this.data.operators.ignoresValue.includes(operator); }

@@ -3,7 +3,7 @@
 // workspace_count of the rows shown for the views that count workspaces). app.ts owns the query, its URL
 // and its errors; this module draws from what app.ts shows and asks it to run again with another snapshot.
 // Changes and the trend are fetched only while their tab is open, so a plain query costs no extra request.
-import { organizationPath, type Api } from './api.js';
+import { ALL_ORGANIZATIONS, organizationPath, type Api } from './api.js';
 import type { Catalog, WebField, WebView } from './catalog.js';
 import { barChart, trendChart, valuesTable, type TrendPoint } from './charts.js';
 import { byId, focus, formatCount, h, wirePager } from './dom.js';
@@ -194,6 +194,18 @@ export async function showPage(page: ShownPage): Promise<void> {
   shown = page;
   errorIsOurs = false; // the query cleared every error before it ran
   const seq = ++shownSeq;
+  // Across organizations there is no history (snapshots, changes and trends are each organization's): the
+  // rows and their summary only.
+  const across = page.organization === ALL_ORGANIZATIONS;
+  for (const button of el.tabs) if (button.dataset.tab === 'changes' || button.dataset.tab === 'charts') button.hidden = across;
+  if (across) {
+    snapshots = null;
+    renderPicker(null);
+    if (tab === 'changes' || tab === 'charts') selectTab('rows');
+    await Summary.showQuery(page.organization, page.query, false);
+    if (tab === 'summary') await loadOpenTab();
+    return;
+  }
   if (listIsStale(page)) {
     try {
       const list = await loadSnapshots(page.organization);
@@ -231,6 +243,8 @@ function renderPicker(on: string | null): void {
   if (list.length === 0) {
     el.snapshot.replaceChildren(h('option', { value: '' }, 'current'));
     el.snapshot.disabled = true;
+    el.results.classList.remove('past');
+    el.snapshotNote.hidden = true;
     return;
   }
   const known = list.some((s) => s.id === on);
@@ -247,16 +261,19 @@ function renderPicker(on: string | null): void {
 // ---------- tabs ----------
 
 function wireTabs(): void {
-  el.tabs.forEach((button, i) => {
+  el.tabs.forEach((button) => {
     button.addEventListener('click', () => { selectTab(button.dataset.tab as Tab); });
     // The tab pattern: one tab stop for the whole list, arrows move between tabs.
     button.addEventListener('keydown', (ev) => {
-      const n = el.tabs.length;
-      const j = ev.key === 'ArrowRight' ? (i + 1) % n : ev.key === 'ArrowLeft' ? (i - 1 + n) % n : ev.key === 'Home' ? 0 : ev.key === 'End' ? n - 1 : null;
+      // Among the tabs shown (across organizations, Changes and Charts are not).
+      const tabs = el.tabs.filter((b) => !b.hidden);
+      const n = tabs.length;
+      const at = tabs.indexOf(button);
+      const j = ev.key === 'ArrowRight' ? (at + 1) % n : ev.key === 'ArrowLeft' ? (at - 1 + n) % n : ev.key === 'Home' ? 0 : ev.key === 'End' ? n - 1 : null;
       if (j === null) return;
       ev.preventDefault();
-      selectTab(el.tabs[j]!.dataset.tab as Tab);
-      focus(el.tabs[j]);
+      selectTab(tabs[j]!.dataset.tab as Tab);
+      focus(tabs[j]);
     });
   });
 }

@@ -43,6 +43,16 @@ export const authorizeOrganization = (snapshots: SnapshotRegistry): Middleware<R
   await next();
 };
 
+/** The cross-organization routes: a snapshot to read; which organizations the token reaches is the handler's (reach.ts). */
+export const acrossOrganizations = (snapshots: SnapshotRegistry): Middleware<RequestState> => async (ctx, next) => {
+  const lease = snapshots.acquire();
+  if (!lease) throw noSnapshot();
+  ctx.state.lease = lease; // released by the request log when the response is done
+  ctx.state.across = true;
+  ctx.set('X-Explorer-Snapshot', lease.snapshot.id);
+  await next();
+};
+
 const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** After authorizeOrganization: a read-only token (an auditor's) may read what it reaches and change nothing. */

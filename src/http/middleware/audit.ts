@@ -1,4 +1,5 @@
-// Every request of a token the audit log must account for (an auditor's) gets its line once its response
+// Every request of a token the audit log must account for (an auditor's), and every request across
+// organizations whatever its token, gets its line once its response
 // is done (the status and rows or bytes it ended with); while the log cannot be written, such a request
 // answers 503 and is not served. The path is logged with its query string; never a header, so never a secret.
 import type { Middleware } from 'koa';
@@ -8,9 +9,10 @@ import type { Logger } from '../../log.js';
 import { audited } from '../../access/policy.js';
 import type { RequestState } from '../state.js';
 
-export const auditRequests = (log: AuditLog, logger: Logger): Middleware<RequestState> => async (ctx, next) => {
+/** `everyRequest`: the cross-organization routes, whose every request is logged, a token's or not (401). */
+export const auditRequests = (log: AuditLog, logger: Logger, everyRequest = false): Middleware<RequestState> => async (ctx, next) => {
   const token = ctx.state.token;
-  if (!token || !audited(token)) return next();
+  if (!everyRequest && !(token && audited(token))) return next();
   if (log.broken !== null) {
     throw new ApiError(503, 'service unavailable', 'The audit log cannot be written, and this token\'s requests are served only when logged; retry later.',
       undefined, { 'Retry-After': '30' }, `audit log: ${log.broken}`);
@@ -20,11 +22,12 @@ export const auditRequests = (log: AuditLog, logger: Logger): Middleware<Request
     const s = ctx.state;
     log.append({
       time: new Date().toISOString(),
-      token_id: token.id,
-      token_kind: token.kind,
+      token_id: token?.id ?? null,
+      token_kind: token?.kind ?? null,
       method: ctx.method,
       path: ctx.originalUrl,
-      organizations: organization,
+      // Across organizations: how many the answer read (none until the handler chose them).
+      organizations: everyRequest ? s.reached ?? 0 : organization,
       status: ctx.status,
       ...(s.query?.kind.endsWith('export') ? { bytes: s.query.bytes ?? null } : { rows: s.rows ?? null }),
     }).catch((e) => logger.log('error', 'audit log not written', { error: (e as Error).message, request_id: s.requestId }));

@@ -19,13 +19,14 @@ import { entityTag } from '../etag.js';
 import type { RequestState } from '../state.js';
 import { readAsOf, travel } from '../time-travel.js';
 import { answerJson, baseUrl, streamDownload, withoutPaging, type ExplorerDeps } from '../answer.js';
+import { admissionKey, readTarget, scopeName } from '../reach.js';
 
 type Ctx = ParameterizedContext<RequestState>;
 
 /** The summary's rows and groups in this request's snapshot; a list group needs the elements stored. */
 function summaryTarget(ctx: Ctx, summary: Summary): { snapshot: Snapshot; target: CompileTarget } {
   const snapshot = readAsOf(ctx, ctx.state.lease!.snapshot);
-  const target = snapshot.target(summary.query.view.name, ctx.state.organization!);
+  const target = readTarget(ctx, snapshot, summary.query.view.name);
   const list = summary.groups.find((g) => g.field.list);
   if (list && !target.listMembers) {
     throw badParameter('group_by', `Snapshot ${snapshot.id} was loaded before list elements were stored, so it cannot be grouped by ${list.field.name}; `
@@ -38,7 +39,7 @@ const jsonOf = (value: unknown) => (typeof value === 'bigint' ? value.toString()
 
 /** One page of groups as JSON; `carried` are the parameters its links repeat. */
 async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, carried: [string, string][]): Promise<void> {
-  const organization = ctx.state.organization!;
+  const organization = scopeName(ctx);
   const terms = summaryTerms(summary);
   const scope = ['summary', ...queryScope(summary.query), summary.groups.map((g) => g.spelling), summary.sums.map((f) => f.name), summary.sort];
   const walk = await snapshotWalk(ctx, deps.snapshots, summary.query.page.cursor, namesSnapshot(carried), scope, terms);
@@ -52,7 +53,7 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
     const metered: NonNullable<RequestState['query']> = ctx.state.query = { view: query.view.name, kind: 'summary' };
     const started = performance.now();
     const run = async (statement: typeof compiled.page) => (await runRows(deps.pool, {
-      organization,
+      organization: admissionKey(ctx),
       attach: attachments(snapshot),
       statements: [statement],
       deadline: Date.now() + deps.config.queryTimeoutMs,
@@ -92,7 +93,7 @@ async function answerSummary(ctx: Ctx, deps: ExplorerDeps, summary: Summary, car
 
 /** Every group as CSV, Parquet or NDJSON. */
 async function answerSummaryExport(ctx: Ctx, deps: ExplorerDeps, summary: Summary, format: ExportFormat): Promise<void> {
-  const organization = ctx.state.organization!;
+  const organization = scopeName(ctx);
   const { snapshot, target } = summaryTarget(ctx, summary);
   const compiled = compileSummary(summary, target, format);
   const columns = summaryColumns(summary);
@@ -116,17 +117,18 @@ function queryParameters(params: ReadonlyMap<string, string>): Map<string, strin
   return rest;
 }
 
-export function explorerSummaryRoutes(router: Router<RequestState>, deps: ExplorerDeps): void {
+/** `across`: the cross-organization summaries (docs/access.md), which can group by `organization_name`. */
+export function explorerSummaryRoutes(router: Router<RequestState>, deps: ExplorerDeps, across = false): void {
   router.get('/explorer/summary', async (ctx) => {
     const params = decodeQueryString(ctx.querystring);
-    const { query, carried } = parseQueryParameters(deps.config.engine, queryParameters(params));
+    const { query, carried } = parseQueryParameters(deps.config.engine, queryParameters(params), across);
     const summary = parseSummary(deps.config.engine, query, params);
     await answerSummary(ctx, deps, summary, [...carried, ...summaryCarried(params), ...await travel(ctx, deps.snapshots, params)]);
   });
   for (const format of EXPORT_FORMATS) {
     router.get(`/explorer/summary/export/${format}`, async (ctx) => {
       const params = withoutPaging(decodeQueryString(ctx.querystring));
-      const { query } = parseQueryParameters(deps.config.engine, queryParameters(params));
+      const { query } = parseQueryParameters(deps.config.engine, queryParameters(params), across);
       const summary = parseSummary(deps.config.engine, query, params);
       await travel(ctx, deps.snapshots, params);
       await answerSummaryExport(ctx, deps, summary, format);

@@ -32,6 +32,11 @@ export interface Snapshot {
    * and the table have, and which serving columns and stored order the DuckDB file has.
    */
   target(view: string, organization: string): CompileTarget;
+  /**
+   * Where the rows of `view` of the organizations `reached` (names the snapshot holds) are, read together
+   * across organizations (docs/access.md): each organization's rows as `target` finds them.
+   */
+  across(view: string, reached: readonly string[]): CompileTarget;
   /** The manifest's stat when the snapshot was opened: another one means the snapshot was compacted since. */
   manifestStamp: string;
   /** The links this Snapshot reads (pins.ts); unpinned when the registry lets it go. */
@@ -184,9 +189,12 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     base: attachment?.alias ?? '', whole, overlays, major, minor,
     wholeHolds: new Set(manifest.wholeOrganizations ?? []), majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
   };
+  const layered = (organization: string) =>
+    layers.overlays.has(organization) || layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization);
+  const organizations = new Set(access.organizations);
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
-  return {
+  const snapshot: Snapshot = {
     id,
     attachment,
     deltas,
@@ -194,7 +202,11 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
     manifestStamp: stamp,
     pinned: [...pinned],
     access,
-    organizations: new Set(access.organizations),
+    organizations,
+    across(view, reached) {
+      const base = snapshot.target(view, '');
+      return acrossTarget(view, reached, { base, layers, manifest, layout: layoutOf(stamp), layered, every: organizations });
+    },
     target(view, organization) {
       const parquet = paths.get(view);
       if (!parquet && !attachment) throw new Error(`snapshot ${id} has no file for view ${view}`);
@@ -203,7 +215,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       // A table of the snapshot's DuckDB file, as the workers attach it.
       const inFile = (name: string) => `"${attachment!.alias}".${ident(name)}`;
       const table = attachment ? inFile(view) : parquet!;
-      if (layers.overlays.has(organization) || layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization)) {
+      if (layered(organization)) {
         return deltaTarget(view, organization, layers, manifest, layoutOf(stamp));
       }
       return {
@@ -226,6 +238,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
       };
     },
   };
+  return snapshot;
 }
 
 /**
@@ -264,6 +277,104 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
     fetchRelation: layeredRows(stack, view),
   };
+}
+
+interface AcrossParts {
+  /** The target of an organization no layer holds: the base's table and how it is stored. */
+  base: CompileTarget;
+  layers: Layers;
+  manifest: Manifest;
+  layout: string;
+  layered: (organization: string) => boolean;
+  /** Every organization the snapshot holds. */
+  every: ReadonlySet<string>;
+}
+
+const ASCII_FOLD = (name: string) => name.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+
+/**
+ * Whether organization keys follow the order in which organization names sort (interface §4: folded, then
+ * exactly): the loader numbers them in name order, so a snapshot of lower-case names keeps every
+ * organization's rows in the order a read across organizations gives by default. Keys a batch gives new
+ * organizations come after the others, whatever their names.
+ */
+function keysInNameOrder(keys: Readonly<Record<string, number>>, names: Iterable<string>): boolean {
+  const sorted = [...names].sort((a, b) => {
+    const fa = ASCII_FOLD(a), fb = ASCII_FOLD(b);
+    return fa < fb ? -1 : fa > fb ? 1 : a < b ? -1 : a > b ? 1 : 0;
+  });
+  return sorted.every((name, i) => i === 0 || (keys[name] ?? 0) > (keys[sorted[i - 1]!] ?? 0));
+}
+
+/**
+ * The rows of `view` of the organizations `reached`, across organizations: each organization's rows where
+ * `target` finds them, gathered so that a statement reads a few relations, not one per organization. The
+ * organizations no layer holds read the base; those a layer holds are grouped by the layers they read
+ * (deltaTarget's choice), and a group merges its layers matching each replaced workspace to its own
+ * organization (delta-layout.ts OrganizationKey 'each'), as a read of that organization alone does. Keys and
+ * names are the manifest's, written out as constants; the organizations a client reaches are a subset of
+ * the snapshot's, never its text.
+ */
+function acrossTarget(view: string, reached: readonly string[], parts: AcrossParts): CompileTarget {
+  const { base, layers, manifest } = parts;
+  const keys = manifest.organizationKeys;
+  const rowsOf = manifest.organizationRows?.[view];
+  const organizationRows = rowsOf ? reached.reduce((n, o) => n + (rowsOf[o] ?? 0), 0) : undefined;
+  const common = { organization: '', listMembers: base.listMembers, ...(organizationRows === undefined ? {} : { organizationRows }) };
+  const everyOne = reached.length === parts.every.size;
+  if (!keys) {
+    // A snapshot from before organization keys: one Parquet file or table, filtered by name.
+    return { ...common, relation: base.relation, organizationFilter: reached.length === 0 ? 'false' : `"_org" IN (${reached.map(sqlLiteral).join(', ')})` };
+  }
+  const keyList = (names: readonly string[]) => names.map((n) => Math.trunc(keys[n] ?? 0)).join(', ');
+  const inKeys = (names: readonly string[]) => (names.length === 0 ? 'false' : `"_org_key" IN (${keyList(names)})`);
+  const held = [...parts.every].filter(parts.layered);
+  if (held.length === 0 && !layers.whole && layers.overlays.size === 0 && !layers.major && !layers.minor) {
+    // The base alone: every key is an organization's the snapshot holds, and each organization's rows lie in
+    // key order, in the view's default order, as a read across organizations orders them by default where the
+    // keys follow the names' order.
+    const ordered = base.defaultOrderStored === true && keysInNameOrder(keys, parts.every);
+    return {
+      ...common,
+      relation: base.relation,
+      organizationFilter: everyOne ? 'true' : inKeys(reached),
+      ...(base.rowid ? { rowid: base.rowid } : {}),
+      ...(base.rowidIndexed ? { rowidIndexed: true } : {}),
+      ...(ordered ? { defaultOrderStored: true, layout: parts.layout } : {}),
+    };
+  }
+  // Each reached organization by the layers it reads; the base's branch keeps only organizations no layer holds.
+  const groups = new Map<string, { relation: string; names: string[] }>();
+  const plain: string[] = [];
+  for (const organization of reached) {
+    if (!parts.layered(organization)) {
+      plain.push(organization);
+      continue;
+    }
+    const relation = layeredRelation(view, organization, layers);
+    let group = groups.get(relation);
+    if (!group) groups.set(relation, (group = { relation, names: [] }));
+    group.names.push(organization);
+  }
+  const branches = [
+    ...(plain.length > 0 ? [`SELECT * FROM ${base.relation} WHERE ${inKeys(plain)}`] : []),
+    ...[...groups.values()].map((g) => `SELECT * FROM ${g.relation} WHERE ${inKeys(g.names)}`),
+  ];
+  if (branches.length === 0) return { ...common, relation: base.relation, organizationFilter: 'false' };
+  return { ...common, relation: `(${branches.join('\n  UNION ALL ')})`, organizationFilter: 'true' };
+}
+
+/** The relation deltaTarget reads an organization a layer holds from, with every organization's rows in it. */
+function layeredRelation(view: string, organization: string, layers: Layers): string {
+  const quoted = (a: Attachment) => `"${a.alias}"`;
+  const overlay = layers.overlays.get(organization);
+  const wholeIn = overlay ?? (layers.whole !== null && layers.wholeHolds.has(organization) ? layers.whole : null);
+  const inMajor = layers.major !== null && layers.majorHolds.has(organization);
+  const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
+  if (wholeIn && !inMajor && !inMinor) return `${quoted(wholeIn)}.${ident(view)}`;
+  if (!workspaceColumn(view)) return `${quoted(inMinor ? layers.minor! : inMajor ? layers.major! : wholeIn!)}.${ident(view)}`;
+  const stack = [wholeIn ? quoted(wholeIn) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
+  return mergedViewRows(stack, view, 'each');
 }
 
 interface Layers {
