@@ -4,8 +4,9 @@
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), BENCH_SECONDS (per scenario, default 20),
 // BENCH_MIXED_SECONDS (default 60), BENCH_SKIP_LOAD=1 (reuse the loaded snapshot; F not measured),
-// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3; F' loads the source without its resources;
-// the R scenarios are on the resources view, the SU ones are summaries, the O ones Parquet, NDJSON and cursor pages).
+// BENCH_SCENARIOS (default A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3,X1,X2,X3; F' loads the source without its resources;
+// the R scenarios are on the resources view, the SU ones are summaries, the O ones Parquet, NDJSON and cursor pages, the X ones
+// across organizations).
 import autocannon from 'autocannon';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, get } from 'node:http';
@@ -27,7 +28,7 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const SOURCE = join(BENCH_DIR, 'source');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60);
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3").split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? "A,B,B',C,D,E,F,F',G,R1,R2,R3,R4,SU1,SU2,SU3,SU4,O1,O2,O3,X1,X2,X3").split(','));
 /** The summaries of SU1–SU3 (docs/summaries.md), on the largest organization. */
 const SUMMARIES = {
   SU1: { path: '/summary?type=workspaces&group_by=project_name', what: 'workspaces grouped by project_name', target: 30 },
@@ -35,6 +36,8 @@ const SUMMARIES = {
   SU3: { path: '/summary?type=resources&group_by=provider_type', what: 'resources grouped by provider_type', target: 100 },
 } as const;
 const SAMPLE = { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true };
+/** X2 (docs/access.md): every workspace of every organization, by engine version. */
+const X2_PATH = '/summary?type=workspaces&group_by=workspace_terraform_version';
 
 interface Row {
   scenario: string;
@@ -114,17 +117,18 @@ const cpu = () => `, CPU ${round(lastCpuMs, 2)} ms/req`;
  * and both sides measured slower than either does alone (docs/performance.md, "Where an answer's time goes").
  */
 const BLOCK = 20;
-async function httpOverEngine(id: string, org: string, query: string, url: string, token: string, rounds = 10): Promise<{ http: number; engine: number }> {
+async function httpOverEngine(id: string, org: string | null, query: string, url: string, token: string, rounds = 10): Promise<{ http: number; engine: number }> {
   const db = await openServingInstance({ threads: '1' });
   const c = await db.connect();
   const summaryPath = query.startsWith('/summary');
   const params = decodeQueryString(query.slice(query.indexOf('?') + 1));
   // A summary's own parameters (its `sort` orders groups) are not the query's; a page keeps every parameter.
-  const { query: q } = parseQueryParameters('terraform', summaryPath ? new Map([...params].filter(([k]) => !(SUMMARY_PARAMETERS as readonly string[]).includes(k))) : params);
+  // `org` null: across organizations, every organization of the snapshot (as an auditor token reaches them).
+  const { query: q } = parseQueryParameters('terraform', summaryPath ? new Map([...params].filter(([k]) => !(SUMMARY_PARAMETERS as readonly string[]).includes(k))) : params, org === null);
   // The same storage and the same compile target as the service (Snapshot.target), so G compares like with like.
   const snapshot = await openSnapshot(BENCH_DIR, id);
   if (snapshot.attachment) await c.run(`ATTACH '${snapshot.attachment.path}' AS "${snapshot.attachment.alias}" (READ_ONLY)`);
-  const target = snapshot.target(q.view.name, org);
+  const target = org === null ? snapshot.across(q.view.name, [...snapshot.organizations]) : snapshot.target(q.view.name, org);
   // A summary is one statement whose rows the route reads out whole (routes/summary.ts).
   const compiled = summaryPath
     ? { knownTotal: 0, pageCountsTotal: true, count: { sql: '', params: [] }, page: compileSummary(parseSummary('terraform', q, params), target).page, valueIndexes: undefined }
@@ -289,6 +293,61 @@ async function exportOnce(url: string, token: string, pid: number): Promise<{ tt
   return { ttfb, seconds: (performance.now() - started) / 1000, bytes, rssGrowth: peak - base };
 }
 
+/**
+ * X1–X3 (docs/access.md): across organizations with an auditor token, which reaches all 2,000. X1 filters the
+ * workspaces to the engine version nearest 1 % of them (read off X2's answer) and sorts by name; each JSON
+ * scenario also against the same statements in-process.
+ */
+async function acrossScenarios(id: string, url: string, pid: number): Promise<void> {
+  const store = await openStateStore({ dataDir: BENCH_DIR });
+  const auditor = (await issueToken(store, { kind: 'auditor', organization: null, team: null, user: null, description: 'bench' })).token;
+  await store.close();
+  const auth = { Authorization: `Bearer ${auditor}` };
+  const across = `${url}/api/v2/explorer`;
+  const versions = await new Promise<{ version: string; count: number }[]>((resolveDone, reject) => {
+    get(`${across}${X2_PATH}&page%5Bsize%5D=100`, { headers: auth }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c.toString(); });
+      res.on('end', () => resolveDone((JSON.parse(text) as { data: { attributes: Record<string, unknown> }[] }).data
+        .map((g) => ({ version: String(g.attributes['workspace-terraform-version']), count: Number(g.attributes.count) }))));
+    }).on('error', reject);
+  });
+  const total = versions.reduce((n, v) => n + v.count, 0);
+  const chosen = versions.reduce((a, b) => (Math.abs(b.count - total / 100) < Math.abs(a.count - total / 100) ? b : a));
+  const x1 = `?type=workspaces&filter%5B0%5D%5Bworkspace_terraform_version%5D%5Bis%5D%5B0%5D=${encodeURIComponent(chosen.version)}&sort=workspace_name&page%5Bsize%5D=100`;
+  if (SCENARIOS.has('X1')) {
+    const r = await cannon('X1', { url: `${across}${x1}`, headers: auth, connections: 1, duration: SECONDS });
+    const { http, engine } = await httpOverEngine(id, null, x1, across, auditor, 5);
+    rows.push({ scenario: 'X1', what: `across organizations, workspaces with engine ${chosen.version} (${chosen.count} of ${total}), sorted by name, 100 rows, auditor, 1 conn`,
+      p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+      measured: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms${cpu()}; HTTP ${round(http, 2)} ÷ in-process ${round(engine, 2)} ms = ${round(http / engine, 2)}`,
+      target: 'p50 ≤ 150 ms', pass: r.latency.p50 <= 150 && r.non2xx === 0 });
+  }
+  if (SCENARIOS.has('X2')) {
+    const r = await cannon('X2', { url: `${across}${X2_PATH}`, headers: auth, connections: 1, duration: SECONDS });
+    const { http, engine } = await httpOverEngine(id, null, X2_PATH, across, auditor, 5);
+    rows.push({ scenario: 'X2', what: 'across organizations, summary of workspaces by workspace_terraform_version, auditor, 1 conn',
+      p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
+      measured: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms${cpu()}; HTTP ${round(http, 2)} ÷ in-process ${round(engine, 2)} ms = ${round(http / engine, 2)}`,
+      target: 'p50 ≤ 100 ms', pass: r.latency.p50 <= 100 && r.non2xx === 0 });
+  }
+  if (SCENARIOS.has('X3')) {
+    log('X3: CSV export of every workspace across organizations (3 runs)');
+    const runs = [];
+    for (let i = 0; i < 3; i++) {
+      const cpu0 = cpuSeconds(pid);
+      const one = await exportOnce(`${across}/export/csv?type=workspaces`, auditor, pid);
+      const cpuS = cpuSeconds(pid) - cpu0;
+      log(`X3 run ${i + 1}: ${round(one.bytes / 1e6 / one.seconds)} MB/s, ${round(one.seconds, 2)} s, server CPU ${round(cpuS, 2)} s, RSS +${round(one.rssGrowth)} MB`);
+      runs.push({ ...one, cpuS });
+    }
+    const best = runs.reduce((a, b) => (b.bytes / b.seconds > a.bytes / a.seconds ? b : a));
+    const mbs = best.bytes / 1e6 / best.seconds;
+    rows.push({ scenario: 'X3', what: `across organizations, CSV export of every workspace (${round(best.bytes / 1e6)} MB), auditor`, mb_s: round(mbs), rss_mb: `+${round(best.rssGrowth)}`,
+      measured: `${round(mbs)} MB/s, first byte ${round(best.ttfb)} ms, server CPU ${round(best.cpuS, 2)} s, RSS +${round(best.rssGrowth)} MB`, target: '≥ 100 MB/s', pass: mbs >= 100 });
+  }
+}
+
 async function main(): Promise<void> {
   mkdirSync(BENCH_DIR, { recursive: true });
   await ensureSample(SOURCE, SAMPLE, log);
@@ -435,6 +494,7 @@ async function main(): Promise<void> {
       rows.push({ scenario: 'SU4', what: 'small orgs (≤ 500 ws) at random, workspaces by project_name with a sum, every request distinct, 16 conns', p50_ms: r.latency.p50, p99_ms: r.latency.p99, rps: r.requests.average, errors: r.errors + r.non2xx,
         measured: `${round(r.requests.average)} req/s, p99 ${r.latency.p99} ms${cpu()}`, target: '≥ 600 req/s', pass: r.requests.average >= 600 && r.non2xx === 0 });
     }
+    if (SCENARIOS.has('X1') || SCENARIOS.has('X2') || SCENARIOS.has('X3')) await acrossScenarios(id, url, pid);
     if (SCENARIOS.has('G')) {
       for (const [label, query] of [['A', A_QUERY], ['C', C_QUERY], ['R1', R1_QUERY], ['R2', R2_QUERY]] as const) {
         log(`G: HTTP and in-process DuckDB for ${label}, in alternating blocks`);

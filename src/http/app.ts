@@ -7,7 +7,7 @@ import type { RedisConnection } from '../redis.js';
 import type { QueryPool } from '../pool/query-pool.js';
 import type { SnapshotRegistry } from '../snapshots/read/current-snapshot.js';
 import type { StateStore } from '../store/state-store.js';
-import { acrossOrganizations, authorizeOrganization, identify, requireToken, refuseWritesOfReaders } from './middleware/access.js';
+import { acrossOrganizations, authorizeOrganization, identify, requireToken, refuseWritesOfReaders, refuseWritesOfReadersWithoutRoute } from './middleware/access.js';
 import { auditRequests } from './middleware/audit.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -79,6 +79,7 @@ export function createApp(services: Services): Koa<RequestState> {
   // organization the token reaches, each request in the audit log.
   const platform = new Router<RequestState>({ prefix: '/api/v2' });
   platform.use(
+    '/explorer',
     identify(services.store, config.tokenMaxTtlMs),
     auditRequests(services.audit, services.logger, true),
     limit,
@@ -94,6 +95,7 @@ export function createApp(services: Services): Koa<RequestState> {
   app.use(errors(services.logger));
   app.use(urlLimit());
   app.use(ops.routes());
+  app.use(refuseWritesOfReadersWithoutRoute(services.store, config.tokenMaxTtlMs, services.snapshots, { log: services.audit, logger: services.logger }));
   app.use(organization.routes());
   app.use(organization.allowedMethods({ throw: false }));
   app.use(platform.routes());

@@ -22,6 +22,8 @@ export interface RequestFacts {
   route: string;
   method: string;
   status: number;
+  /** The kind of the request's valid token (organization, team, user, auditor), or `none`. */
+  tokenKind: string;
   seconds: number;
   rows?: number;
   outcome?: string;
@@ -32,7 +34,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requests: Counter<'route' | 'method' | 'status' | 'token_kind'>;
   private readonly requestSeconds: Histogram<'route'>;
   private readonly querySeconds: Histogram<'view' | 'kind'>;
   private readonly rows: Counter<'view' | 'kind'>;
@@ -44,7 +46,7 @@ export class Metrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'explorer_' });
-    this.requests = new Counter({ name: 'explorer_http_requests_total', help: 'HTTP requests by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers });
+    this.requests = new Counter({ name: 'explorer_http_requests_total', help: 'HTTP requests by route pattern, method, status and the kind of token that made them (none without a valid one).', labelNames: ['route', 'method', 'status', 'token_kind'], registers });
     this.requestSeconds = new Histogram({ name: 'explorer_http_request_duration_seconds', help: 'Time to answer a request, whole CSV exports included.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers });
     this.querySeconds = new Histogram({ name: 'explorer_query_duration_seconds', help: 'Time from handing a query to the pool until its result (page) or last byte (export), by view.', labelNames: ['view', 'kind'], buckets: LATENCY_BUCKETS, registers });
     this.rows = new Counter({ name: 'explorer_rows_returned_total', help: 'Rows sent to clients.', labelNames: ['view', 'kind'], registers });
@@ -115,7 +117,7 @@ export class Metrics {
   }
 
   observe(r: RequestFacts): void {
-    this.requests.inc({ route: r.route, method: r.method, status: String(r.status) });
+    this.requests.inc({ route: r.route, method: r.method, status: String(r.status), token_kind: r.tokenKind });
     this.requestSeconds.observe({ route: r.route }, r.seconds);
     if (r.status === 429) this.rateLimited.inc();
     const q = r.query;

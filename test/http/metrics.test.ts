@@ -1,5 +1,6 @@
 // GET /metrics: off by default, behind METRICS_TOKEN when set, and counting what the service did.
 import { expect } from 'chai';
+import { cli } from '../helpers/cli.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordRejectedBatch } from '../../src/snapshots/snapshot-dir.js';
@@ -72,6 +73,24 @@ describe('metrics', () => {
       expect(sample(after, 'explorer_http_requests_total', { route, method: 'GET', status: '400' })).to.be.at.least(1);
       expect(sample(after, 'explorer_query_duration_seconds_count', { view: 'workspaces', kind: 'page' })).to.be.at.least(1);
       expect(sample(after, 'explorer_pool_tasks_started_total')).to.be.at.least(2);
+    });
+
+    it('counts each request under the kind of token that made it: an auditor\'s, across organizations too', async () => {
+      const auditor = (await cli(['token', 'create', '--auditor'], h.dataDir)).stdout.trim().split('\n').pop()!;
+      const perOrg = '/api/v2/organizations/:organization_name/explorer';
+      const across = '/api/v2/explorer';
+      const count = (text: string, route: string, kind: string) => sample(text, 'explorer_http_requests_total', { route, method: 'GET', status: '200', token_kind: kind }) ?? 0;
+      const before = await scrape();
+      expect((await h.explorer('?type=tf_versions', auditor)).status).to.equal(200);
+      expect((await h.request('/api/v2/explorer?type=tf_versions', { token: auditor })).status).to.equal(200);
+      expect((await h.request('/api/v2/explorer?type=providers', { token: h.tokens.alice })).status).to.equal(200);
+      expect((await h.request('/api/v2/explorer?type=tf_versions', { token: null })).status).to.equal(401);
+      const after = await scrape();
+      expect(count(after, perOrg, 'auditor') - count(before, perOrg, 'auditor')).to.equal(1);
+      expect(count(after, across, 'auditor') - count(before, across, 'auditor')).to.equal(1);
+      expect(count(after, across, 'user') - count(before, across, 'user')).to.equal(1);
+      expect((sample(after, 'explorer_http_requests_total', { route: across, status: '401', token_kind: 'none' }) ?? 0)
+        - (sample(before, 'explorer_http_requests_total', { route: across, status: '401', token_kind: 'none' }) ?? 0)).to.equal(1);
     });
 
     it('counts history requests under their own kinds, and the snapshots retained', async () => {

@@ -67,8 +67,43 @@ describe('auditor tokens', function () {
       expect(JSON.parse(answer.body).errors[0]).to.include({ status: '403', title: 'forbidden' });
       expect(JSON.parse(answer.body).errors[0].detail).to.include('read-only');
     }
+    // A method no route takes: 405 to anyone else, 403 to a reader wherever it reads (and the 404 of anyone elsewhere).
+    const unrouted: [string, string][] = [['PUT', `${views}/${view}`], ['PUT', `/api/v2/organizations/${ORG}/explorer`], ['POST', '/api/v2/explorer'],
+      ['PUT', '/api/v2/explorer/export/csv'], ['DELETE', '/api/v2/explorer/summary']];
+    for (const [method, path] of unrouted) {
+      const answer = await call(method, path, auditor, method === 'DELETE' ? undefined : {});
+      expect(answer.status, `${method} ${path}`).to.equal(403);
+      expect(JSON.parse(answer.body).errors[0].detail).to.include('read-only');
+      expect((await call(method, path, h.tokens.org, method === 'DELETE' ? undefined : {})).status, `${method} ${path}, organization token`).to.equal(405);
+    }
+    expect((await call('PUT', '/api/v2/organizations/no-such-org/explorer/views', auditor, {})).status).to.equal(405);
     expect((await call('GET', views, h.tokens.org)).body).to.equal(before);
     expect((await call('GET', `${views}/${view}/notification-configurations`, h.tokens.org)).body).to.include('"data":[]');
+  });
+
+  it('logs every request across organizations, whatever its token, with the number of organizations it read', async () => {
+    const already = lines(log).length;
+    expect((await call('GET', '/api/v2/explorer?type=workspaces', h.tokens.org)).status).to.equal(200);
+    expect((await call('GET', '/api/v2/explorer?type=tf_versions&page%5Bsize%5D=2', h.tokens.alice)).status).to.equal(200);
+    expect((await call('GET', '/api/v2/explorer/export/csv?type=workspaces', auditor)).status).to.equal(200);
+    expect((await call('GET', '/api/v2/explorer/summary?type=workspaces&group_by=organization_name', auditor)).status).to.equal(200);
+    expect((await call('GET', '/api/v2/explorer?type=workspaces', 'at-0000000000000000.0000000000000000000000000000000000000000')).status).to.equal(401);
+    // A per-organization request of an organization token is not logged.
+    expect((await call('GET', `/api/v2/organizations/${ORG}/explorer?type=workspaces`, h.tokens.org)).status).to.equal(200);
+    await sleep(200);
+    const written = lines(log).slice(already);
+    const workspaces = JSON.parse((await call('GET', '/api/v2/explorer?type=workspaces', h.tokens.org)).body).meta.pagination['total-count'];
+    expect(written.map((l) => [l.token_kind, l.path, l.organizations, l.status])).to.deep.equal([
+      ['organization', '/api/v2/explorer?type=workspaces', 1, 200],
+      ['user', '/api/v2/explorer?type=tf_versions&page%5Bsize%5D=2', 1, 200],
+      ['auditor', '/api/v2/explorer/export/csv?type=workspaces', 3, 200],
+      ['auditor', '/api/v2/explorer/summary?type=workspaces&group_by=organization_name', 3, 200],
+      [null, '/api/v2/explorer?type=workspaces', 0, 401],
+    ]);
+    expect(written[0]!.rows).to.equal(workspaces);
+    expect(written[2]!.bytes).to.be.a('number').above(0);
+    expect(written[3]!.rows).to.equal(2); // groups: the two organizations with workspaces
+    expect(written[4]!.token_id).to.equal(null);
   });
 
   it('logs each of its requests as one whole line with no secret, under concurrent requests, and no one else\'s', async () => {
@@ -88,7 +123,9 @@ describe('auditor tokens', function () {
     expect(written.find((l) => String(l.path).includes('/export/csv'))!.bytes).to.be.a('number').above(0);
     const text = readFileSync(log, 'utf8');
     expect(text).to.not.include(auditor.split('.')[1]!);
-    expect(text).to.not.include(h.tokens.org.split('.')[0]!);
+    // Another token's per-organization requests are not the audit log's (its requests across organizations are).
+    expect(lines(log).filter((l) => l.token_id === h.tokens.org.split('.')[0] && String(l.path).startsWith('/api/v2/organizations/'))).to.deep.equal([]);
+    expect(text).to.not.include(h.tokens.org.split('.')[1]!);
   });
 
   it('answers 503 for it, and serves everyone else, while the log cannot be written', async () => {
@@ -99,6 +136,10 @@ describe('auditor tokens', function () {
       const get = (token: string) => fetch(`${server.url}/api/v2/organizations/${ORG}/explorer?type=tf_versions`, { headers: { Authorization: `Bearer ${token}` } });
       expect((await get(auditor)).status).to.equal(503);
       expect((await get(h.tokens.org)).status).to.equal(200);
+      // Across organizations every request is logged: none is served unlogged, whatever its token.
+      const across = await fetch(`${server.url}/api/v2/explorer?type=tf_versions`, { headers: { Authorization: `Bearer ${h.tokens.org}` } });
+      expect(across.status).to.equal(503);
+      expect(across.headers.get('retry-after')).to.equal('30');
     } finally {
       await server.shutdown();
     }

@@ -8,6 +8,9 @@ import { ApiError, forbidden, noSnapshot, notFound, unauthorized } from '../../e
 import type { SnapshotRegistry } from '../../snapshots/read/current-snapshot.js';
 import { StoreUnavailableError, type TokenStore } from '../../store/state-store.js';
 import type { RequestState } from '../state.js';
+import type { AuditLog } from '../../audit/audit-log.js';
+import type { Logger } from '../../log.js';
+import { auditOnClose } from './audit.js';
 
 /** Finds the caller's token, if any (an expired one is none: `maxTtlMs` is TOKEN_MAX_TTL); sets the rate-limit context either way. */
 export const identify = (tokens: TokenStore, maxTtlMs: number | null): Middleware<RequestState> => async (ctx, next) => {
@@ -54,6 +57,31 @@ export const acrossOrganizations = (snapshots: SnapshotRegistry): Middleware<Req
 };
 
 const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A write no route takes (PUT anywhere, POST on a read route) answers 405 (Allow) to anyone, before any token
+ * is looked at; a read-only token is told 403 instead where it reads, as on every writing route: on the
+ * cross-organization routes and on the routes of an organization that exists. Runs outside the routers,
+ * after them: only a 405 is looked at again.
+ */
+export const refuseWritesOfReadersWithoutRoute = (tokens: TokenStore, maxTtlMs: number | null, snapshots: SnapshotRegistry, audit: { log: AuditLog; logger: Logger }): Middleware<RequestState> => async (ctx, next) => {
+  await next();
+  if (ctx.status !== 405 || READING.has(ctx.method)) return;
+  const bearer = bearerOf(ctx.get('Authorization') || undefined);
+  const token = bearer ? await verifyToken(tokens, bearer, maxTtlMs).catch(() => null) : null;
+  if (!token || !readOnly(token)) return;
+  const organization = /^\/api\/v2\/organizations\/([^/]+)(?:\/|$)/.exec(ctx.path)?.[1];
+  const current = snapshots.current;
+  let name: string | null = null;
+  try { name = organization === undefined ? null : decodeURIComponent(organization); } catch { return; }
+  const reads = organization === undefined ? /^\/api\/v2\/explorer(?:\/|$)/.test(ctx.path)
+    : current.status === 'ready' && current.snapshot.organizations.has(name!);
+  if (!reads) return;
+  ctx.remove('Allow');
+  // Its request is accounted for as every other of its requests (audit.ts).
+  auditOnClose(audit.log, audit.logger, ctx, token, () => (organization === undefined ? 0 : name));
+  throw forbidden('This token is read-only (an auditor token): it may read every organization and change nothing.');
+};
 
 /** After authorizeOrganization: a read-only token (an auditor's) may read what it reaches and change nothing. */
 export const refuseWritesOfReaders = (): Middleware<RequestState> => async (ctx, next) => {
