@@ -6,12 +6,11 @@
 import { expect } from 'chai';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchProblems } from '../helpers/browser.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { cli } from '../helpers/cli.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 const ALL = 'All organizations';
 
@@ -24,12 +23,11 @@ describe('"All organizations" on the explorer page', function () {
   const problems: string[] = [];
 
   before(async () => {
-    [h, browser] = await Promise.all([startHarness(), chromium.launch({ executablePath: CHROMIUM, args: ARGS })]);
+    [h, browser] = await Promise.all([startHarness(), launchChromium()]);
     auditor = (await cli(['token', 'create', '--auditor', '--description', 'page'], h.dataDir)).stdout.trim().split('\n').pop()!;
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error' || /Content.Security.Policy/i.test(m.text())) problems.push(m.text()); });
+    watchProblems(page, problems);
   });
   after(async () => {
     await browser?.close();

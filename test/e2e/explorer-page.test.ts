@@ -9,15 +9,14 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { catalogFor } from '../../src/catalog/catalog.js';
 import { OPERATORS_BY_TYPE } from '../../src/catalog/operators.js';
 import { webCatalogText } from '../../src/catalog/write-web-catalog.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { ORG } from '../fixtures/small-source.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 const VIEWPORT = { width: 1280, height: 800 };
 
@@ -54,7 +53,7 @@ describe('the explorer page in a real browser', function () {
 
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    [h, browser] = await Promise.all([startHarness(), chromium.launch({ executablePath: CHROMIUM, args: ARGS })]);
+    [h, browser] = await Promise.all([startHarness(), launchChromium()]);
     context = await browser.newContext({ viewport: VIEWPORT, acceptDownloads: true });
     page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(e.message));

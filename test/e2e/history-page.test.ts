@@ -6,13 +6,12 @@
 import { expect } from 'chai';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { DAY1, loadDays, writeDay } from '../helpers/history-days.js';
 import { ORG } from '../fixtures/small-source.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 const VIEWPORT = { width: 1280, height: 800 };
 
@@ -45,7 +44,7 @@ describe('history on the explorer page', function () {
     mkdirSync(SHOTS, { recursive: true });
     [h, browser] = await Promise.all([
       startHarness({ writeSource: (dir) => writeDay(dir, DAY1) }),
-      chromium.launch({ executablePath: CHROMIUM, args: ARGS }),
+      launchChromium(),
     ]);
     ids = await loadDays(h);
     context = await browser.newContext({ viewport: VIEWPORT, acceptDownloads: true });

@@ -4,14 +4,13 @@
 // the delivery. A notification's link opens the saved view as it is saved now, with its panel.
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchProblems } from '../helpers/browser.js';
 import { viewPageUrl } from '../../src/notifications/payload.js';
 import { ORG } from '../fixtures/small-source.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('the Notifications panel of the explorer page', function () {
   this.timeout(90_000);
@@ -24,7 +23,7 @@ describe('the Notifications panel of the explorer page', function () {
 
   before(async () => {
     [h, browser, receiver] = await Promise.all([
-      startHarness({ env: { NOTIFY_ALLOW_HOSTS: '127.0.0.1' } }), chromium.launch({ executablePath: CHROMIUM, args: ARGS }), startReceiver(() => ({ status: 204 })),
+      startHarness({ env: { NOTIFY_ALLOW_HOSTS: '127.0.0.1' } }), launchChromium(), startReceiver(() => ({ status: 204 })),
     ]);
     const made = await h.request(`/api/v2/organizations/${ORG}/explorer/views`, {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -33,8 +32,7 @@ describe('the Notifications panel of the explorer page', function () {
     view = (await json(made)).data.id;
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error' || /Content.Security.Policy/i.test(m.text())) problems.push(m.text()); });
+    watchProblems(page, problems);
   });
   after(async () => {
     await browser?.close();

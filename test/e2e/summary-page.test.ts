@@ -5,12 +5,11 @@
 import { expect } from 'chai';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchProblems } from '../helpers/browser.js';
 import { json, startHarness, type Harness } from '../helpers/harness.js';
 import { ORG } from '../fixtures/small-source.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 const qs = (pairs: [string, string][]) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
 const label = (v: unknown) => (v === null || v === undefined ? '(none)' : String(v));
@@ -25,11 +24,10 @@ describe('the Summary tab of the explorer page', function () {
   const problems: string[] = [];
 
   before(async () => {
-    [h, browser] = await Promise.all([startHarness(), chromium.launch({ executablePath: CHROMIUM, args: ARGS })]);
+    [h, browser] = await Promise.all([startHarness(), launchChromium()]);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page = await context.newPage();
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error' || /Content.Security.Policy/i.test(m.text())) problems.push(m.text()); });
+    watchProblems(page, problems);
   });
   after(async () => {
     await browser?.close();
