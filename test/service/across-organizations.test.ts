@@ -3,8 +3,9 @@
 // /api/v2/explorer — JSON walked to its end by page number and by cursor, CSV, NDJSON, Parquet, summaries —
 // is the union of the per-organization answers of exactly the organizations the token reaches, each row
 // with its organization_name first, in the order the sort gives (ties by organization, then as each
-// organization orders them). The snapshot read has been through batches (overlays and deltas), so rows
-// come from every kind of layer.
+// organization orders them). Each request reads either the loaded snapshot, whose organization keys follow
+// the names' order (a mixed-case name among them) so that the default order is the stored one, or the
+// snapshot after two batches, whose organizations read the base, an overlay or the deltas.
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readManifest } from '../../src/snapshots/snapshot-dir.js';
+import { openSnapshot } from '../../src/snapshots/read/current-snapshot.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
@@ -38,9 +40,13 @@ interface Ask {
   sort?: string[];
   /** Filters as query parameters. */
   filters: Record<string, string>;
+  /** The snapshot read: the loaded one (`snapshot=` its id, in `filters`) or the current one. */
+  at: At;
   /** A filter on organization_name (cross-organization only): which organizations it keeps. */
   organizationTest?: { params: Record<string, string>; keeps: (name: string) => boolean };
 }
+
+type At = 'loaded' | 'current';
 
 describe('queries across organizations equal the union of the organizations reached', function () {
   this.timeout(600_000);
@@ -49,9 +55,13 @@ describe('queries across organizations equal the union of the organizations reac
   let db: DuckDBInstance;
   let duck: DuckDBConnection;
   const tokens: Record<string, string> = {};
-  let organizations: string[];
-  /** The organizations each token reaches, found by asking the per-organization routes (200, not 404). */
-  const reached: Record<string, string[]> = {};
+  let loadedId: string;
+  /** The organizations of each snapshot read. */
+  const organizationsAt = {} as Record<At, string[]>;
+  /** The organizations each token reaches in each snapshot, found by asking the per-organization routes (200, not 404). */
+  const reachedAt = { loaded: {}, current: {} } as Record<At, Record<string, string[]>>;
+  /** The snapshot parameter of a request that reads `at`. */
+  const pin = (at: At): Record<string, string> => (at === 'loaded' ? { snapshot: loadedId } : {});
   // One seed in the suite; ACROSS_SEED explores others.
   const seed = Number(process.env.ACROSS_SEED ?? 47);
   const rnd = seededRandom(seed);
@@ -59,11 +69,13 @@ describe('queries across organizations equal the union of the organizations reac
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'explorer-across-'));
     const source = join(dir, 'source');
-    await writeSample(source, { organizations: 6, workspaces: 160, seed });
+    // 30 organizations: Northwind_Traders among them, whose capital sorts it among the n's.
+    await writeSample(source, { organizations: 30, workspaces: 240, seed });
     await writeSampleChanges(source, join(dir, 'batches'), { batches: 2, workspaces: 12, seed });
     const dataDir = join(dir, 'data');
     await loadSnapshot(source, { dataDir, memoryLimit: '1GB', label: 'base' });
-    const loaded = await readManifest(dataDir, (await listSnapshotIds(dataDir))[0]!);
+    loadedId = (await listSnapshotIds(dataDir))[0]!;
+    const loaded = await readManifest(dataDir, loadedId);
     const rowsOf = loaded.organizationRows!;
     const sizes = Object.keys(rowsOf.workspaces!).map((o) => rowsOf.workspaces![o]! + (rowsOf.resources?.[o] ?? 0)).sort((a, b) => a - b);
     // The first batch writes organizations up to the median size whole into an overlay and layers the others;
@@ -79,9 +91,13 @@ describe('queries across organizations equal the union of the organizations reac
     expect(manifest.overlays?.length ?? 0, 'an overlay is read').to.be.greaterThan(0);
     expect(manifest.deltaOrganizations?.length ?? 0, 'a delta is read').to.be.greaterThan(0);
     tokens.auditor = await issue('auditor', null, null);
-    organizations = (await (await get('/api/v2/explorer/summary?type=workspaces&group_by=organization_name&page[size]=100', tokens.auditor)).json() as any)
-      .data.map((g: any) => g.attributes['organization-name'] as string);
-    expect(organizations.length, 'organizations').to.be.greaterThan(3);
+    for (const at of ['loaded', 'current'] as const) {
+      organizationsAt[at] = (await (await get(`/api/v2/explorer/summary${clientQuery({ type: 'workspaces', group_by: 'organization_name', 'page[size]': '100', ...pin(at) })}`, tokens.auditor)).json() as any)
+        .data.map((g: any) => g.attributes['organization-name'] as string);
+    }
+    const organizations = organizationsAt.current;
+    expect(organizations.length, 'organizations').to.be.greaterThan(20);
+    expect(organizationsAt.loaded).to.include('Northwind_Traders');
     tokens.organization = await issue('organization', organizations[1]!, null);
     // A user in several organizations (the sample draws members from a pool), and one in none.
     const members = readFileSync(join(source, 'team_members.ndjson'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { organization: string; user: string });
@@ -91,14 +107,23 @@ describe('queries across organizations equal the union of the organizations reac
     tokens.user = await issue('user', null, user);
     tokens.nobody = await issue('user', null, 'nobody-at-all');
     await store.close();
-    for (const [kind, token] of Object.entries(tokens)) {
-      reached[kind] = [];
-      for (const o of organizations) if ((await get(`/api/v2/organizations/${encodeURIComponent(o)}/explorer?type=workspaces&page[size]=1`, token)).status === 200) reached[kind]!.push(o);
+    for (const at of ['loaded', 'current'] as const) {
+      for (const [kind, token] of Object.entries(tokens)) {
+        const reached: string[] = reachedAt[at][kind] = [];
+        for (const o of organizationsAt[at]) {
+          if ((await get(`/api/v2/organizations/${encodeURIComponent(o)}/explorer${clientQuery({ type: 'workspaces', 'page[size]': '1', ...pin(at) })}`, token)).status === 200) reached.push(o);
+        }
+      }
+      expect(reachedAt[at].auditor).to.deep.equal(organizationsAt[at]);
+      expect(reachedAt[at].user!.length, `${user} reaches several organizations but not all`).to.be.within(2, organizationsAt[at].length - 1);
+      expect(reachedAt[at].nobody).to.deep.equal([]);
     }
-    expect(reached.auditor).to.deep.equal(organizations);
-    expect(reached.organization).to.deep.equal([organizations[1]]);
-    expect(reached.user!.length, `${user} reaches several organizations but not all`).to.be.within(2, organizations.length);
-    expect(reached.nobody).to.deep.equal([]);
+    expect(reachedAt.current.organization).to.deep.equal([organizations[1]]);
+    // Both plans are compared: the loaded snapshot's rows lie in the default order across organizations (a
+    // scan), the current one's are a union of layers (a sort).
+    const everyone = async (id: string) => { const snap = await openSnapshot(dataDir, id); return snap.across('workspaces', [...snap.organizations]); };
+    expect((await everyone(loadedId)).defaultOrderStored, 'the loaded snapshot: stored order').to.equal(true);
+    expect((await everyone(manifest.id)).defaultOrderStored, 'after batches: a union').to.equal(undefined);
     db = await DuckDBInstance.create(':memory:');
     duck = await db.connect();
     await duck.run(`SET TimeZone = 'UTC'`);
@@ -170,9 +195,11 @@ describe('queries across organizations equal the union of the organizations reac
     const fields = rnd() < 0.5 ? undefined : [...new Set(Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => pick(across.fields).name))];
     const sortable = across.fields.map((f) => f.name);
     const sort = rnd() < 0.3 ? undefined : [...new Set(Array.from({ length: 1 + Math.floor(rnd() * 2) }, () => pick(sortable)))].map((n) => (rnd() < 0.5 ? `-${n}` : n));
-    const filters: Record<string, string> = {};
+    const at: At = rnd() < 0.4 ? 'loaded' : 'current';
+    // The snapshot is a parameter of every request the ask makes, the per-organization ones too.
+    const filters: Record<string, string> = { ...pin(at) };
     // A value some row has, from an organization's first page, so that filters keep some rows and drop others.
-    const sample = (await body(`/api/v2/organizations/${encodeURIComponent(pick(organizations))}/explorer?type=${view.name}&page[size]=50`, tokens.auditor)).data as any[];
+    const sample = (await body(`/api/v2/organizations/${encodeURIComponent(pick(organizationsAt[at]))}/explorer${clientQuery({ type: view.name, 'page[size]': '50', ...pin(at) })}`, tokens.auditor)).data as any[];
     // Each condition holds for one row (`row`), so that together they keep some rows and drop others.
     const row = sample.length > 0 ? pick(sample) : null;
     const conditions = row ? Math.floor(rnd() * 3) : 0;
@@ -191,9 +218,9 @@ describe('queries across organizations equal the union of the organizations reac
         filters[key(after ? 'is_after' : 'is_before')] = new Date(Date.parse(String(value)) + (after ? -1000 : 1000)).toISOString();
       }
     }
-    const ask: Ask = { view, ...(fields ? { fields } : {}), ...(sort ? { sort } : {}), filters };
+    const ask: Ask = { view, at, ...(fields ? { fields } : {}), ...(sort ? { sort } : {}), filters };
     if (rnd() < 0.3) {
-      const text = pick(organizations).slice(0, 3);
+      const text = pick(organizationsAt[at]).slice(0, 3);
       ask.organizationTest = { params: { 'filter[9][organization_name][contains][0]': text }, keeps: (name) => fold(name).includes(fold(text)) };
     }
     return ask;
@@ -209,7 +236,7 @@ describe('queries across organizations equal the union of the organizations reac
     const orgSort = (ask.sort ?? []).filter((k) => own || k.replace(/^-/, '') !== 'organization_name');
     const sortKeys = ask.sort ?? ['organization_name', ...ask.view.defaultSort];
     const rows: { org: string; index: number; item: any; full: any; exports: { csv: string; ndjson: string; parquet: unknown[] } }[] = [];
-    for (const org of reached[kind]!) {
+    for (const org of reachedAt[ask.at][kind]!) {
       if (ask.organizationTest && !ask.organizationTest.keeps(org)) continue;
       const path = `/api/v2/organizations/${encodeURIComponent(org)}/explorer`;
       const params = { type: ask.view.name, ...ask.filters, ...(orgSort.length > 0 ? { sort: orgSort.join(',') } : {}) };
@@ -260,7 +287,7 @@ describe('queries across organizations equal the union of the organizations reac
       const ask = await randomAsk();
       const params = requestOf(ask);
       for (const kind of ['auditor', 'user', 'organization', 'nobody']) {
-        const label = `${kind} ${JSON.stringify(params)}`;
+        const label = `${kind} ${ask.at} ${JSON.stringify(params)}`;
         const want = await expected(ask, kind);
         const size = 10 + Math.floor(rnd() * 90);
         const numbered = await walkNumbers('/api/v2/explorer', params, tokens[kind]!, size);
@@ -300,7 +327,7 @@ describe('queries across organizations equal the union of the organizations reac
         // Each organization's groups (grouped by organization_name too: its one value), merged by group id.
         const merged = new Map<string, { id: string; values: Record<string, Value>; count: number; sums: Record<string, number | null> }>();
         let rows = 0;
-        for (const org of reached[kind]!) {
+        for (const org of reachedAt[ask.at][kind]!) {
           if (ask.organizationTest && !ask.organizationTest.keeps(org)) continue;
           const orgGroups = groups.filter((g) => ask.view.field('organization_name') !== undefined || g !== 'organization_name');
           if (orgGroups.length === 0) {

@@ -3,6 +3,7 @@
 // interface §3 (empty optional strings are null, lists sorted and de-duplicated, UTC millisecond times).
 import type { SourceFile } from './source-validator.js';
 import { sqlLiteral } from '../../duckdb/sql.js';
+import { foldSql } from '../../query/compile.js';
 
 // timezone('UTC', …) names the zone instead of relying on the instance's TimeZone setting (open-instance.ts).
 const ts = (expr: string) => `date_trunc('millisecond', timezone('UTC', CAST(nullif(${expr}, '') AS TIMESTAMPTZ)))`;
@@ -56,7 +57,9 @@ export function stagingStatements(files: Partial<Record<SourceFile, string>>, sl
     `CREATE TABLE src_organizations AS SELECT name, ${opt('id')} AS id FROM ${raw('organizations', files.organizations)}`,
     // Each organization's integer key, in name order (view-files.ts): rows are stored by it, and a page
     // finds its organization by it, because zone maps prove an integer equal where a string's 8-byte prefix cannot.
-    `CREATE TABLE org_keys AS SELECT name, (row_number() OVER (ORDER BY name))::INTEGER AS k FROM src_organizations`,
+    // The order is the one names sort in (interface §4: ASCII-folded, then exactly), so that the stored order
+    // is also the default order of a read across organizations (docs/access.md): its export is a scan, not a sort.
+    `CREATE TABLE org_keys AS SELECT name, (row_number() OVER (ORDER BY ${foldSql('name')}, name))::INTEGER AS k FROM src_organizations`,
     `CREATE TABLE src_projects AS SELECT id, organization, name FROM ${raw('projects', files.projects)}`,
     `CREATE TABLE src_workspaces AS SELECT
        id, organization, project_id, name,
