@@ -65,6 +65,8 @@ export async function ingest(argv: string[]): Promise<number> {
     ...writerOptions(config),
     compactIdleMs: config.ingestCompactIdleMs,
     compactBytes: config.ingestCompactBytes,
+    tidyRows: config.ingestTidyRows,
+    tidyUnitRows: config.ingestTidyUnitRows,
     signal: stop.signal,
     log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
   });

@@ -51,6 +51,9 @@ export const MAJOR_FILE = 'major.duckdb';
 export const wholeFile = (sequence: number) => `whole-${Math.trunc(sequence)}.duckdb`;
 /** The overlay a batch writes (delta-layout above), numbered by the batch's sequence. */
 export const overlayFile = (sequence: number) => `overlay-${Math.trunc(sequence)}.duckdb`;
+/** The overlay a tidying unit writes into the snapshot of that sequence (write/tidy.ts): one a snapshot. */
+export const tidyFile = (sequence: number) => `overlay-${Math.trunc(sequence)}-tidy.duckdb`;
+export const isTidyFile = (file: string) => /^overlay-\d+-tidy\.duckdb$/.test(file);
 /**
  * A touched organization with at most this many rows of workspaces and resources after the batch, that no
  * delta holds, is written whole into the batch's overlay: it then reads one file as an untouched organization
@@ -60,6 +63,14 @@ export const overlayFile = (sequence: number) => `overlay-${Math.trunc(sequence)
  * the follower fell further behind (docs/performance.md, "Steady stream: small organizations written whole").
  */
 export const WHOLE_ROWS = 0;
+
+/**
+ * The follower tidies organizations of at most this many rows of workspaces and resources that the deltas
+ * hold (INGEST_TIDY_ROWS; write/tidy.ts), a unit taking up to TIDY_UNIT_ROWS of them (INGEST_TIDY_UNIT_ROWS)
+ * after each batch (docs/performance.md, "Steady stream: tidying").
+ */
+export const TIDY_ROWS = 20_000;
+export const TIDY_UNIT_ROWS = 50_000;
 
 /**
  * Overlays a snapshot keeps. A batch that finds this many makes its own overlay take in the organizations of
@@ -73,6 +84,11 @@ export const MAX_OVERLAYS = 8;
  */
 export const OVERLAY_POSITION_BASE = 2 ** 51;
 export const OVERLAY_POSITIONS = 2 ** 28;
+/**
+ * The upper part of the n-th batch's range is the tidying unit's of snapshot n (write/tidy.ts); the batch's
+ * overlay numbers its rows in the lower part.
+ */
+export const TIDY_POSITIONS = 2 ** 27;
 /** Delta positions start here, above every base position. */
 export const DELTA_POSITION_BASE = 2 ** 40;
 /** Positions each batch numbers its rows in (the n-th batch since the load: from DELTA_POSITION_BASE + n × this). */

@@ -16,6 +16,7 @@ import { type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
+import { tidyUnit } from '../../src/snapshots/write/tidy.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { writeEdgeBatch } from '../helpers/edge-batches.js';
@@ -146,6 +147,20 @@ describe('change batches answer as a full load of the resulting source', functio
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
         await compare(step.name);
+        // Tidying at three points (tidy.ts): the smallest organizations the deltas hold written whole into an
+        // overlay, the deltas forgetting them; the next batches, a compaction and the overlays' merging go on from there.
+        if (i === 1 || i === 3 || i === 5) {
+          const tidied = await tidyUnit(viaBatches, { maxRows: Number.MAX_SAFE_INTEGER, unitRows: wholeRows, memoryLimit: '1GB', maxOverlays: i === 5 ? 1 : 4 });
+          if (tidied) {
+            forms.add('tidied');
+            const after = await readManifest(viaBatches, tidied.id);
+            for (const org of tidied.organizations) {
+              expect([...after.deltaOrganizations ?? [], ...after.majorOrganizations ?? []], `${step.name}: ${org} forgotten by the deltas`).to.not.include(org);
+            }
+            await a.snapshots.refresh();
+            await compare(`${step.name}, tidied`);
+          }
+        }
         // Twice in the sequence, the follower's idle work: the layers compacted into one that holds each
         // touched organization whole, the same snapshot answering the same; later batches apply on top of it
         // (and the second compaction takes the first one's whole layer in).
@@ -167,7 +182,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
 

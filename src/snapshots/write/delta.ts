@@ -10,7 +10,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -428,7 +428,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
       : [`SELECT * FROM out.${ident(view)} WHERE ${key} IN (${keyList(whole)})`]),
     ...carriedFrom(ident(view), 'key'),
   ], `out.${ident(view)}`);
-  const written = await writeWholeViews({ db, run, all, out: 'ov', rows, first: OVERLAY_POSITION_BASE + sequence * OVERLAY_POSITIONS, positions: OVERLAY_POSITIONS, layout: current });
+  const written = await writeWholeViews({ db, run, all, out: 'ov', rows, first: OVERLAY_POSITION_BASE + sequence * OVERLAY_POSITIONS, positions: OVERLAY_POSITIONS - TIDY_POSITIONS, layout: current });
   // Checked: a wrong count is a wrong answer for some organization. (A carried organization a delta holds
   // too has its rows under the delta's: the manifest does not count those.)
   const checked = Object.keys(carried).filter((o) => !deltaHeld.has(o));

@@ -10,6 +10,8 @@ import { readCurrentId, readManifest, recordRejectedBatch } from '../snapshot-di
 import { WriterBusyError } from '../writer-lock.js';
 import { applyBatch, applyCoalesced, batchDigest, BatchRejectedError, COALESCED_BATCHES, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
 import { compactLayers } from './whole-layer.js';
+import { tidyUnit } from './tidy.js';
+import { TIDY_UNIT_ROWS } from '../delta-layout.js';
 
 export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
   /** Stops the follower after the batch it is applying, if any. */
@@ -28,6 +30,13 @@ export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' 
    * applying. 0 or absent: never.
    */
   compactBytes?: number;
+  /**
+   * After each batch (or batches applied together), one unit of the small organizations the deltas hold is
+   * written whole into an overlay (tidy.ts): organizations of at most this many rows of workspaces and
+   * resources, `tidyUnitRows` rows a unit. 0 or absent: never.
+   */
+  tidyRows?: number;
+  tidyUnitRows?: number;
 }
 
 export const SPOOL_DIRS = ['incoming', 'done', 'rejected'] as const;
@@ -78,6 +87,9 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       if (!compaction && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
         compact('deltas', Math.max(1, (opts.threads ?? 2) - 1));
       }
+      // Tidying costs the unit, not what the stream touched, so it runs after every batch instead of waiting for
+      // idle time; not beside a compaction, which holds the deltas' organizations as they were when it began.
+      if (waiting.length > 0 && !stalled && !compaction && opts.tidyRows) await tidy(opts);
       if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
       const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
       if (!compaction && !stalled && !compacted && compactIn <= 0) {
@@ -95,6 +107,22 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
     await compaction;
     watcher?.close();
     opts.signal.removeEventListener('abort', nudge);
+  }
+}
+
+/** One tidying unit (tidy.ts), logged; never rejects: a unit that failed leaves the snapshot as it was. */
+async function tidy(opts: IngestOptions): Promise<void> {
+  try {
+    const done = await tidyUnit(opts.dataDir, {
+      maxRows: opts.tidyRows!, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock,
+    });
+    if (done) {
+      opts.log('info', 'organizations tidied', {
+        snapshot: done.id, organizations: done.organizations.length, carried: done.carried.length, rows: done.rows, seconds: round(done.seconds),
+      });
+    }
+  } catch (e) {
+    if (!opts.signal.aborted) opts.log('warn', 'organizations not tidied', { error: (e as Error).message });
   }
 }
 

@@ -21,7 +21,7 @@ import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 
 import {
-  mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  isTidyFile, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
@@ -207,6 +207,9 @@ async function tidyCurrent(dataDir: string): Promise<void> {
  */
 function rebased(compacted: Manifest, now: Manifest): Manifest | null {
   if (now.id === compacted.id) return JSON.stringify(now) === JSON.stringify(compacted) ? now : null;
+  // A tidying unit since (tidy.ts) took organizations from the deltas, which the whole layer holds as they
+  // were before it: not under it.
+  if ((now.overlays ?? []).some((o) => isTidyFile(o.file) && !(compacted.overlays ?? []).some((c) => c.file === o.file))) return null;
   const sameBelow = now.base === compacted.base && now.database === compacted.database && now.whole === compacted.whole && now.wholeId === compacted.wholeId;
   // A later snapshot of the same line: its batches continue the compacted one's.
   const last = compacted.batches?.[compacted.batches.length - 1];
