@@ -15,8 +15,9 @@
 // M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
 // S7  the layout as built: 10 batches of the small stream's shape (10 workspaces of its 50 organizations)
 //     applied by `applyBatch` to two linked copies, one with organizations of up to 20,000 rows written whole
-//     into overlays and one with every organization layered (the default): CPU per batch, and the pages of
-//     the organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
+//     into overlays, one with every organization layered, and one layered with a tidying unit after each
+//     batch, as the follower does by default (tidy.ts): CPU per batch and per unit, and the pages of the
+//     organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
 // DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,S7).
@@ -28,9 +29,11 @@ import { parseQueryParameters } from '../src/query/parse-query.js';
 import { decodeQueryString } from '../src/query/query-string.js';
 import { attachments, openSnapshot } from '../src/snapshots/read/current-snapshot.js';
 import { applyBatch } from '../src/snapshots/write/apply.js';
+import { tidyUnit } from '../src/snapshots/write/tidy.js';
+import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
 import type { Manifest } from '../src/snapshots/snapshot-dir.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
-import { layeredRows, mergedViewRows, DELTA_POSITION_BASE } from '../src/snapshots/delta-layout.js';
+import { layeredRows, mergedViewRows, DELTA_POSITION_BASE, TIDY_ROWS, TIDY_UNIT_ROWS } from '../src/snapshots/delta-layout.js';
 import { POSITION_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
 import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
 import { viewStatements } from '../src/snapshots/write/view-files.js';
@@ -178,17 +181,21 @@ async function main(): Promise<void> {
     const batches = join(WORK, 's7-batches');
     await writeSampleChanges(join(BENCH_DIR, 'source'), batches, { batches: 10, workspaces: 10, seed: 71, organizations: new Set(streamed.map((o) => o.name)) });
     const pages = { B: `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~1`, 'workspaces default': '?type=workspaces', 'resources default': '?type=resources' };
-    for (const [label, wholeRows] of [['written whole', 20_000], ['layered', 0]] as const) {
-      const dir = join(WORK, `s7-${wholeRows}`);
+    for (const [label, wholeRows, tidied] of [['written whole', 20_000, false], ['layered', 0, false], ['layered, a tidying unit after each batch', 0, true]] as const) {
+      const dir = join(WORK, `s7-${wholeRows}${tidied ? '-tidied' : ''}`);
       linkedCopy(BENCH_DIR, dir, baseId);
       const cpu: number[] = [];
+      const tidyCpu: number[] = [];
       let last: Manifest | undefined;
       for (const name of readdirSync(batches).filter((n) => n.startsWith('batch-')).sort()) {
         const spent = await cost(async () => { last = (await applyBatch(join(batches, name), { dataDir: dir, wholeRows })).manifest; });
         cpu.push(spent.cpu);
+        // As the follower tidies (ingest.ts): one unit, on one thread, after the batch.
+        if (tidied) tidyCpu.push((await cost(() => tidyUnit(dir, { maxRows: TIDY_ROWS, unitRows: TIDY_UNIT_ROWS }))).cpu);
       }
       report('S7', `${label}: CPU of a 10-workspace batch (10 batches, in-process applyBatch, 2 threads)`, `p50 ${round(percentile(cpu, 0.5))} s, max ${round(Math.max(...cpu))} s`);
-      const after = await openSnapshot(dir, last!.id);
+      if (tidied) report('S7', `${label}: CPU of the tidying unit after each batch (1 thread)`, `p50 ${round(percentile(tidyCpu, 0.5))} s, max ${round(Math.max(...tidyCpu))} s`);
+      const after = await openSnapshot(dir, (await readCurrentId(dir)) ?? last!.id);
       for (const a of attachments(after)) if (a.alias !== snapshot.attachment!.alias) await c.run(`ATTACH '${a.path}' AS "${a.alias}" (READ_ONLY)`);
       const touched = [...new Set(streamed.map((o) => o.name).filter((o) => after.manifest.organizationRows?.workspaces?.[o] !== manifest.organizationRows?.workspaces?.[o]
         || (after.manifest.overlays ?? []).some((ov) => ov.organizations[o] !== undefined) || (after.manifest.deltaOrganizations ?? []).includes(o)))].slice(0, 10);

@@ -14,6 +14,9 @@
 //                           manifest keeps at most MAX_OVERLAYS of them: past that, a batch's overlay also
 //                           takes in the organizations of the overlays that hold the fewest rows. An organization
 //                           a batch deletes is written whole too, with no rows: its overlay hides it by its key.
+//                           After a batch, the follower's tidying (write/tidy.ts) writes a unit of the small
+//                           organizations the deltas hold into `overlay-<n>-tidy.duckdb` and takes them off the
+//                           manifest's lists of the deltas' organizations: the deltas forget them unrewritten.
 // An overlay holds the same tables as the whole layer; every organization it is the current copy of replaces
 // that organization's rows below it whole (by organization key for views, by name for the source state).
 // Each delta is cumulative over the layers below it: a batch rewrites the newer delta only, so its cost
