@@ -170,8 +170,9 @@ describe('Last-Modified: when the snapshot an answer read was loaded', function 
     const reading = new Set(['query', 'exportCsv', 'savedViewResults', 'savedViewCsv', 'savedViewExportCsv', 'listSnapshots',
       'changes', 'changesCsv', 'trend', 'savedViewChanges', 'savedViewChangesCsv', 'savedViewTrend',
       'summary', 'summaryCsv', 'savedViewSummary', 'savedViewSummaryCsv',
+      'queryAcross', 'exportAcrossCsv', 'summaryAcross', 'summaryAcrossCsv',
       // Parquet and NDJSON beside every export (not beside the short savedViewCsv).
-      ...['export', 'savedViewExport', 'changes', 'savedViewChanges', 'summary', 'savedViewSummary'].flatMap((id) => [`${id}Parquet`, `${id}Ndjson`])]);
+      ...['export', 'savedViewExport', 'changes', 'savedViewChanges', 'summary', 'savedViewSummary', 'exportAcross', 'summaryAcross'].flatMap((id) => [`${id}Parquet`, `${id}Ndjson`])]);
     const resolve = (node: any) => (node?.$ref ? node.$ref.split('/').slice(1).reduce((n: any, k: string) => n[k], doc) : node);
     const seen = new Set<string>();
     for (const item of Object.values(doc.paths as Record<string, Record<string, any>>)) {

@@ -265,7 +265,10 @@ describe('the two page plans', function () {
 
   it('number organizations in name order, and find no rows for one the snapshot does not hold', async () => {
     const keys = organizationKeys();
-    const names = Object.keys(keys).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // As names sort (interface §4): ASCII-folded, then exactly; so a mixed-case name sorts among its letter's.
+    const fold = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
+    const names = Object.keys(keys).sort((a, b) => (fold(a) < fold(b) ? -1 : fold(a) > fold(b) ? 1 : a < b ? -1 : a > b ? 1 : 0));
+    expect(names.some((n) => n !== fold(n)), 'a mixed-case name among them').to.equal(true);
     expect(names.map((n) => keys[n])).to.deep.equal(names.map((_, i) => i + 1));
     // Every row carries its organization's key, and rows are stored in key order.
     const rows = await c.runAndReadAll('SELECT _org, _org_key FROM snapshot.workspaces ORDER BY rowid');
