@@ -15,8 +15,8 @@
 // M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
 // S7  the layout as built: 10 batches of the small stream's shape (10 workspaces of its 50 organizations)
 //     applied by `applyBatch` to two linked copies, one with organizations of up to 20,000 rows written whole
-//     into overlays, one with every organization layered, and one layered with a tidying unit after each
-//     batch, as the follower does by default (tidy.ts): CPU per batch and per unit, and the pages of the
+//     into overlays, one with every organization layered, and one layered with a tidying unit of organizations
+//     up to 20,000 rows after each batch (tidy.ts, INGEST_TIDY_ROWS): CPU per batch and per unit, and the pages of the
 //     organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
@@ -33,7 +33,7 @@ import { tidyUnit } from '../src/snapshots/write/tidy.js';
 import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
 import type { Manifest } from '../src/snapshots/snapshot-dir.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
-import { layeredRows, mergedViewRows, DELTA_POSITION_BASE, TIDY_ROWS, TIDY_UNIT_ROWS } from '../src/snapshots/delta-layout.js';
+import { layeredRows, mergedViewRows, DELTA_POSITION_BASE, TIDY_UNIT_ROWS } from '../src/snapshots/delta-layout.js';
 import { POSITION_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
 import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
 import { viewStatements } from '../src/snapshots/write/view-files.js';
@@ -190,8 +190,8 @@ async function main(): Promise<void> {
       for (const name of readdirSync(batches).filter((n) => n.startsWith('batch-')).sort()) {
         const spent = await cost(async () => { last = (await applyBatch(join(batches, name), { dataDir: dir, wholeRows })).manifest; });
         cpu.push(spent.cpu);
-        // As the follower tidies (ingest.ts): one unit, on one thread, after the batch.
-        if (tidied) tidyCpu.push((await cost(() => tidyUnit(dir, { maxRows: TIDY_ROWS, unitRows: TIDY_UNIT_ROWS }))).cpu);
+        // As the follower tidies with INGEST_TIDY_ROWS=20000 (ingest.ts): one unit, on one thread, after the batch.
+        if (tidied) tidyCpu.push((await cost(() => tidyUnit(dir, { maxRows: 20_000, unitRows: TIDY_UNIT_ROWS }))).cpu);
       }
       report('S7', `${label}: CPU of a 10-workspace batch (10 batches, in-process applyBatch, 2 threads)`, `p50 ${round(percentile(cpu, 0.5))} s, max ${round(Math.max(...cpu))} s`);
       if (tidied) report('S7', `${label}: CPU of the tidying unit after each batch (1 thread)`, `p50 ${round(percentile(tidyCpu, 0.5))} s, max ${round(Math.max(...tidyCpu))} s`);

@@ -68,11 +68,14 @@ export const isTidyFile = (file: string) => /^overlay-\d+-tidy\.duckdb$/.test(fi
 export const WHOLE_ROWS = 0;
 
 /**
- * The follower tidies organizations of at most this many rows of workspaces and resources that the deltas
- * hold (INGEST_TIDY_ROWS; write/tidy.ts), a unit taking up to TIDY_UNIT_ROWS of them (INGEST_TIDY_UNIT_ROWS)
- * after each batch (docs/performance.md, "Steady stream: tidying").
+ * With INGEST_TIDY_ROWS set, the follower tidies organizations of at most that many rows of workspaces and
+ * resources that the deltas hold (write/tidy.ts), a unit taking up to TIDY_UNIT_ROWS of them
+ * (INGEST_TIDY_UNIT_ROWS) after each batch. None by default: on the bench snapshot a unit of six small
+ * organizations costs 2.4–2.6 s of CPU, most of it copying their rows' serving columns, more than the 10-workspace
+ * batch before it, and under the stream's rate it could not keep its organizations tidied (docs/performance.md,
+ * "Steady stream: tidying").
  */
-export const TIDY_ROWS = 20_000;
+export const TIDY_ROWS = 0;
 export const TIDY_UNIT_ROWS = 50_000;
 
 /**
