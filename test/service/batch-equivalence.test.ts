@@ -147,9 +147,9 @@ describe('change batches answer as a full load of the resulting source', functio
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
         await compare(step.name);
-        // Tidying at three points (tidy.ts): the smallest organizations the deltas hold written whole into an
+        // Tidying at two points (tidy.ts): the smallest organizations the deltas hold written whole into an
         // overlay, the deltas forgetting them; the next batches, a compaction and the overlays' merging go on from there.
-        if (i === 1 || i === 3 || i === 5) {
+        if (i === 1 || i === 5) {
           const tidied = await tidyUnit(viaBatches, { maxRows: Number.MAX_SAFE_INTEGER, unitRows: wholeRows, memoryLimit: '1GB', maxOverlays: i === 5 ? 1 : 4 });
           if (tidied) {
             forms.add('tidied');

@@ -80,7 +80,7 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
       return finished === true;
     };
     let kills = 0;
-    for (let ms = 30; ms < 20_000; ms = Math.round(ms * 1.4)) {
+    for (let ms = 30; ms < 20_000; ms = Math.round(ms * 1.8)) {
       if (await unitKilledAfter(ms)) break;
       kills++;
       await answersAsBefore(`killed after ${ms} ms`);

@@ -1,11 +1,14 @@
 // Steps that a load and a change batch take alike when they write a view's rows into a snapshot's DuckDB
 // file: the version order keys the views join, and a view table's column definitions; and how the writers
 // that read a batch snapshot's layers (a batch's delta, the layers' compaction) attach them.
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { promises as fs } from 'node:fs';
+import { interruptible } from '../../duckdb/interruptible.js';
+import { openInstance } from '../../duckdb/open-instance.js';
 import { versionKey } from '../../catalog/version-order.js';
 import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { join } from 'node:path';
-import type { Manifest } from '../snapshot-dir.js';
+import { fsyncPath, type Manifest } from '../snapshot-dir.js';
 import { sqlLiteral } from '../../duckdb/sql.js';
 import { underStatements, type OverlayPart } from '../delta-layout.js';
 
@@ -104,4 +107,39 @@ export async function attachLayers(run: (sql: string) => Promise<unknown>, paths
       for (const alias of attached.reverse()) await run(`DETACH ${alias}`);
     },
   };
+}
+
+/** What writes one layer file beside the snapshots: its connection, interruptible statements and reads. */
+export interface LayerWriter {
+  db: DuckDBConnection;
+  run: (sql: string) => Promise<unknown>;
+  all: (sql: string) => Promise<DuckDBValue[][]>;
+}
+
+/**
+ * Runs `work` on an in-memory DuckDB instance of its own that writes the layer file `tmp`, its temporary files
+ * in `scratch` (a compaction's whole layer, a tidying unit's overlay). On failure the half-written file goes;
+ * either way the instance and the scratch directory do; on success the file is synced, ready to be renamed
+ * into a snapshot.
+ */
+export async function writeLayerFile(tmp: string, scratch: string, settings: { threads: number; memoryLimit: string; signal?: AbortSignal },
+  work: (w: LayerWriter) => Promise<void>): Promise<void> {
+  await fs.mkdir(scratch, { recursive: true });
+  const instance = await openInstance(':memory:', {
+    threads: String(settings.threads), memory_limit: settings.memoryLimit, temp_directory: scratch, preserve_insertion_order: 'true',
+  });
+  const db = await instance.connect();
+  const { run, rows: all, release } = interruptible(db, settings.signal);
+  try {
+    await work({ db, run, all });
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  } finally {
+    release();
+    db.closeSync();
+    instance.closeSync();
+    await fs.rm(scratch, { recursive: true, force: true });
+  }
+  await fsyncPath(tmp);
 }

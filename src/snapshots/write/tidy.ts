@@ -18,14 +18,12 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
-import { interruptible } from '../../duckdb/interruptible.js';
-import { openInstance } from '../../duckdb/open-instance.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import { mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
 import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock, type LockOptions } from '../writer-lock.js';
 import { overlaysToMerge } from './apply.js';
-import { attachLayers, layerPaths, STORAGE_VERSION } from './build-steps.js';
+import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
 import { writeWholeViews } from './whole-views.js';
 
 export interface TidyOptions {
@@ -101,19 +99,12 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
     for (const o of merging) for (const [org, k] of Object.entries(o.organizations)) if (written[org] === undefined) carried[org] = k;
     Object.assign(written, carried);
 
-    await fs.mkdir(scratch, { recursive: true });
-    const instance = await openInstance(':memory:', {
-      threads: String(opts.threads ?? 1), memory_limit: opts.memoryLimit ?? '1GB', temp_directory: scratch, preserve_insertion_order: 'true',
-    });
-    const db = await instance.connect();
-    const { run, rows: all, release } = interruptible(db, opts.signal);
-    try {
+    await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 1, memoryLimit: opts.memoryLimit ?? '1GB', signal: opts.signal }, async ({ db, run, all }) => {
       const dir = snapshotPath(dataDir, id);
       const layers = await attachLayers(run, layerPaths(dir, current));
       await run(`ATTACH ${sqlLiteral(tmp)} AS ov (STORAGE_VERSION '${STORAGE_VERSION}')`);
       await run(`SET checkpoint_threshold = '64GB'`);
-      // Joins as written, as a batch's (delta.ts): the layers' anti joins keep the organization's rows on the
-      // probe side, where reordered they hashed every row of the base (0.6 s for six small organizations' workspaces).
+      // Joins as written, as a batch's over the same layers (delta.ts).
       await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
       const key = ident(ORGANIZATION_KEY_COLUMN);
       // Each organization read from exactly the layers a server reads it from (current-snapshot.ts deltaTarget):
@@ -149,16 +140,7 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       await run('CHECKPOINT ov');
       await run('DETACH ov');
       await layers.detach();
-    } catch (e) {
-      await fs.rm(tmp, { force: true });
-      throw e;
-    } finally {
-      release();
-      db.closeSync();
-      instance.closeSync();
-      await fs.rm(scratch, { recursive: true, force: true });
-    }
-    await fsyncPath(tmp);
+    });
 
     // The switch: the overlay into the snapshot's directory, then its manifest, then CURRENT written again.
     const dir = snapshotPath(dataDir, id);

@@ -17,15 +17,13 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
-import { interruptible } from '../../duckdb/interruptible.js';
-import { openInstance } from '../../duckdb/open-instance.js';
 
 import {
   isTidyFile, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
-import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
+import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { attachLayers, layerPaths, STORAGE_VERSION } from './build-steps.js';
+import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
 import { writeWholeViews } from './whole-views.js';
 
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
@@ -73,7 +71,6 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const scratch = join(root, `.whole-${process.pid}-tmp`);
   // What a compaction killed midway left (one follower compacts a data directory at a time).
   for (const name of await fs.readdir(root)) if (name.startsWith('.whole-')) await fs.rm(join(root, name), { recursive: true, force: true });
-  await fs.mkdir(scratch, { recursive: true });
   // The organizations the deltas hold, and those of the whole layer that no overlay holds since: an
   // organization an overlay alone holds is whole already (delta-layout.ts).
   const deltaHeld = new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])]);
@@ -86,15 +83,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
   // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
   const unOverlaid = [...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => Math.trunc(k));
-  const instance = await openInstance(':memory:', {
-    threads: String(opts.threads ?? 2),
-    memory_limit: opts.memoryLimit ?? '2GB',
-    temp_directory: scratch,
-    preserve_insertion_order: 'true',
-  });
-  const db = await instance.connect();
-  const { run, rows: all, release } = interruptible(db, opts.signal);
-  try {
+  await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '2GB', signal: opts.signal }, async ({ db, run, all }) => {
     const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
     await run(`SET checkpoint_threshold = '64GB'`);
@@ -126,16 +115,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     appender.closeSync();
     await run('CHECKPOINT out');
     await run('DETACH out');
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  } finally {
-    release();
-    db.closeSync();
-    instance.closeSync();
-    await fs.rm(scratch, { recursive: true, force: true });
-  }
-  await fsyncPath(tmp);
+  });
   await opts.beforeSwitch?.();
 
   // The switch, under the writer lock: onto the snapshot current now, if it still builds on the layers read.
