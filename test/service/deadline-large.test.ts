@@ -74,6 +74,9 @@ describe('a query past its deadline on a large organization', function () {
 
   it('answers 504 long before the query could have ended, DuckDB stops burning CPU, and the worker serves the next query', async () => {
     // Idle before: the restart, the load's leftovers and the control have settled.
+    // The small view's statement prepared and its blocks read once, so that what follows the 504 measures the
+    // worker, not a cold start against a deadline of a few milliseconds.
+    expect((await explorer('type=tf_versions&page%5Bsize%5D=4')).status).to.equal(200);
     await waitFor(async () => (await cpuShare(300)) < 0.3, 20_000, 'an idle process');
     const started = performance.now();
     const res = await explorer(SLOW);
@@ -93,14 +96,20 @@ describe('a query past its deadline on a large organization', function () {
     const after = (await cpuShare(window)) * window;
     expect(after, `CPU ${Math.round(after)} ms after the 504; control ${Math.round(control)} ms, deadline ${deadline} ms, 504 after ${Math.round(elapsed)} ms`)
       .to.be.below(0.75 * remaining);
-    for (let i = 0; i < 3; i++) {
-      // A view of a few rows: served well within any deadline this test can pick.
-      const next = await explorer('type=tf_versions&page%5Bsize%5D=5');
-      if (next.status === 504) continue; // a deadline of a few ms on a busy moment: the next try decides
+    const outcomes: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      // A view of a few rows: served well within any deadline this test can pick. Each asks another page size,
+      // so that no answer comes from the response cache rather than the worker.
+      const next = await explorer(`type=tf_versions&page%5Bsize%5D=${5 + i}`);
+      outcomes.push(next.status);
+      if (next.status === 504) { // a deadline of a few ms on a busy machine: wait for a quiet moment, then try again
+        await waitFor(async () => (await cpuShare(200)) < 0.3, 10_000, 'an idle process').catch(() => undefined);
+        continue;
+      }
       expect(next.status).to.equal(200);
       expect((await json(next)).data).to.have.length.above(0);
       return;
     }
-    expect.fail('three small queries after the 504 all timed out');
+    expect.fail(`ten small queries after the 504 all timed out (deadline ${deadline} ms): ${outcomes.join(', ')}`);
   });
 });

@@ -123,7 +123,7 @@ describe('the two page plans', function () {
     it(`return the same rows: ${decodeURIComponent(qs)}`, async () => {
       const { query } = parseQueryParameters('terraform', decodeQueryString(qs));
       let nonEmpty = 0;
-      for (const organization of organizations) {
+      for (const [o, organization] of organizations.entries()) {
         const read = async (sql: string, params: unknown[]) => (await c.runAndReadAll(sql, params as DuckDBValue[])).getRows();
         /** The page's JSON:API data as the worker builds it, from either layout and either plan. */
         /**
@@ -157,8 +157,12 @@ describe('the two page plans', function () {
         // The stored-order variants sort a default-ordered page by rowid; the others by the sort keys.
         // A size above the line with no filter is a known total (the fetch without counting); unknown, it counts.
         const large = SMALL_ORGANIZATION_ROWS + 1;
+        // Each combination of plans runs for every other organization, in turn: every query meets every
+        // combination twice, the largest organization half of them (the whole product took a minute and a half).
+        let combination = 0;
         for (const [organizationRows, rowJson, stored] of [[1, false, false], [1, true, false], [undefined, true, false], [large, true, false], [large, false, false], [1, true, true], [undefined, true, true], [1, false, true], [large, true, true]] as const) {
           for (const [keyed, indexed] of [[false, false], ['table', false], ['query', false], ['table', true], ['position', false], ['position', true]] as const) {
+            if ((combination++ + o) % 2 !== 0) continue;
             expect(await run(organizationRows, rowJson, stored, keyed, indexed), `${organization}, ${organizationRows === 1 ? 'whole' : 'fetched'}, ${rowJson ? 'row JSON' : 'columns'}${stored ? ', by rowid' : ''}${keyed ? `, by key over a ${keyed}` : ''}${indexed ? ', with the indexes' : ''}`).to.deep.equal(columns);
           }
         }
