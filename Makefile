@@ -127,7 +127,8 @@ bench-sync: build
 bench-notify: build
 	node dist/bench/notify.js
 
-# The steady stream S1–S5 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20) beside a full load.
+# The steady stream S1–S8 (docs/changes.md §6): a batch every 5 s for STREAM_MINUTES (20), under a fixed load
+# (open loop, 60 % of capacity) and then a saturated one.
 bench-stream: build
 	node dist/bench/stream.js
 

@@ -1,21 +1,32 @@
 // make bench-stream: the steady stream of change batches (docs/changes.md §6) on the bench snapshot of `make
-// bench` ($BENCH_DIR, loaded first if absent), as a platform sends them while the server serves at full load.
+// bench` ($BENCH_DIR, loaded first if absent), as a platform sends them while the server serves pages, under
+// both loads a deployment meets:
+//
+// - fixed: each kind of page sent at 60 % of the rate it reaches alone with no stream, on schedule (an open
+//   loop, bench/open-loop.ts: a request is sent when it is due whether or not the ones before have answered,
+//   and its latency counts from when it was due): what users feel at the load a deployment is sized for;
+// - saturated: the same 17 connections as a closed loop, as fast as they are answered: what the follower
+//   takes from pages that keep both cores busy.
 //
 // The stream: `ingest` gets one batch every 5 s for STREAM_MINUTES (20), whether or not the one before is
 // applied; nine of each ten touch 10 workspaces of 50 small organizations, the tenth 1,000 workspaces of 100
-// organizations, the largest among them. The load, all along: 16 connections of small-organization pages
-// (B's request, every one distinct: 8 on the 50 organizations the small batches touch, 8 on 50 that no batch
-// touches) and the largest organization's A page on 1 connection. The same load runs first for
-// STREAM_BEFORE_SECONDS (120) with no stream: the figures the stream's are compared with.
+// organizations, the largest among them. The pages: small organizations' (B's request, every one distinct)
+// on 16 connections, 8 on the 50 organizations the small batches touch and 8 on 50 that no batch touches,
+// and the largest organization's A page on 1. Each load first runs STREAM_BEFORE_SECONDS (120) with no
+// stream: the figures the stream's are compared with (the fixed load first measures, in a closed loop of the
+// same length, the rates it then sends a share of).
 //
-// S1, S2  each size's delay from arrival in incoming/ to current (the follower's own figure; a server notices
-//         a new CURRENT through inotify within milliseconds), p95; batches lost
-// S3      each size's p95 delay in the last 5 minutes ÷ the first 5; batches still waiting when the stream ends
-// S4      from the third minute, minute by minute: A p50 and touched organizations' throughput vs before;
-//         small-organization throughput over the stream vs before
-// S5      the data directory (`snapshots/`, hard links once; the spool is outside it) every 5 s vs before
-// Every scenario runs on a copy of the bench data directory whose snapshot files are hard links.
-// Environment: BENCH_DIR (default $DATA_DIR/bench), STREAM_MINUTES (20), STREAM_BEFORE_SECONDS (120).
+// S1, S2  at the fixed load, each size's delay from arrival in incoming/ to current (the follower's own
+//         figure; a server notices a new CURRENT through inotify within milliseconds), p95; batches lost
+// S3      at the fixed load, each size's p95 delay in the last 5 minutes ÷ the first 5; waiting at the end
+// S4      at the fixed load, from the third minute, minute by minute: each kind of page's p50 and p99 against
+//         the same load before the stream; errors
+// S5      saturated: small-organization throughput over the stream ÷ before
+// S6      the follower's CPU over the stream, in cores (each load)
+// S8      the data directory (`snapshots/`, hard links once; the spool is outside it) every 5 s ÷ before
+// (S7 is in-process: bench/designs.ts.) Every load runs on its own copy of the bench data directory whose
+// snapshot files are hard links. Environment: BENCH_DIR (default $DATA_DIR/bench), STREAM_MINUTES (20),
+// STREAM_BEFORE_SECONDS (120), STREAM_LOADS (fixed,saturated), STREAM_SHARE (0.6).
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +36,7 @@ import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
+import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -32,6 +44,8 @@ const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
 const SOURCE = join(BENCH_DIR, 'source');
 const MINUTES = Number(process.env.STREAM_MINUTES ?? 20);
 const BEFORE_SECONDS = Number(process.env.STREAM_BEFORE_SECONDS ?? 120);
+const LOADS = (process.env.STREAM_LOADS ?? 'fixed,saturated').split(',') as ('fixed' | 'saturated')[];
+const SHARE = Number(process.env.STREAM_SHARE ?? 0.6);
 const EVERY_MS = 5000;
 const WORK = join(BENCH_DIR, 'stream');
 const SPOOL = join(BENCH_DIR, 'stream-spool');
@@ -40,9 +54,32 @@ const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString().split('\t')[0]);
 
-/** Requests answered in a window of the run, by kind of load: A's latencies, B's counts per group. */
-interface Window { a: number[]; touched: number; untouched: number; errors: number; seconds: number }
-const windowOf = (seconds: number): Window => ({ a: [], touched: 0, untouched: 0, errors: 0, seconds });
+/** The three kinds of page: the largest organization's, and small ones' the stream touches or not. */
+const KINDS = ['largest', 'touched', 'untouched'] as const;
+type Kind = typeof KINDS[number];
+/** Requests answered in a window of the run: each kind's latencies (ms) and its errors. */
+interface Window { ms: Record<Kind, number[]>; errors: Record<Kind, number>; seconds: number }
+const windowOf = (seconds: number): Window => ({ ms: { largest: [], touched: [], untouched: [] }, errors: { largest: 0, touched: 0, untouched: 0 }, seconds });
+const rate = (w: Window, k: Kind) => w.ms[k].length / w.seconds;
+
+/** One load's run over the stream: per minute, and the figures the targets read. */
+interface LoadRun {
+  load: 'fixed' | 'saturated';
+  before: Window;
+  /** What the fixed load sent each kind at, req/s (the saturated rates × STREAM_SHARE). */
+  rates?: Record<Kind, number>;
+  minutes: Window[];
+  cpu: number[];
+  disk: number[];
+  diskBefore: number;
+  applied: { name: string; delay: number; at: number }[];
+  arrived: Map<string, number>;
+  started: number;
+  waiting: number;
+  left: number;
+  rejected: string[];
+  applyLines: Record<string, any>[];
+}
 
 async function main(): Promise<void> {
   const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
@@ -71,79 +108,96 @@ async function main(): Promise<void> {
     const n = String(large ? ++l : ++s).padStart(4, '0');
     order.push({ dir: join(batches, large ? 'large' : 'small', `batch-${n}`), size: large ? 'large' : 'small', name: `${String(i + 1).padStart(4, '0')}-${large ? 'large' : 'small'}-${n}` });
   }
+  const runs: LoadRun[] = [];
+  for (const load of LOADS) runs.push(await streamUnder(load, { baseId, largest: orgs[0]!.name, streamed, untouched, order }));
+  report(runs, order.length);
+}
 
-  linkedCopy(BENCH_DIR, WORK, baseId);
+/** The stream under one load, on a fresh linked copy of the bench data directory. */
+async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; largest: string; streamed: string[]; untouched: string[]; order: { dir: string; name: string }[] }): Promise<LoadRun> {
+  log(`the ${load} load`);
+  linkedCopy(BENCH_DIR, WORK, s.baseId);
   const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
   const tokens = new Map<string, string>();
-  for (const name of [orgs[0]!.name, ...streamed, ...untouched]) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
+  for (const name of [s.largest, ...s.streamed, ...s.untouched]) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
   await store.close();
   // The batches are copied into the spool beforehand: at each tick the producer only renames one into incoming/.
   rmSync(SPOOL, { recursive: true, force: true });
   mkdirSync(join(SPOOL, 'incoming'), { recursive: true });
   mkdirSync(join(SPOOL, '.staged'), { recursive: true });
-  for (const b of order) cpSync(b.dir, join(SPOOL, '.staged', b.name), { recursive: true });
+  for (const b of s.order) cpSync(b.dir, join(SPOOL, '.staged', b.name), { recursive: true });
 
   const env = { RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0' };
   const server = await startServerProcess({ ...env, DATA_DIR: WORK });
 
-  // The load: three closed loops whose every response is counted into the window of the moment.
+  // Every answer is counted into the window of the moment.
   let current = windowOf(0);
   let distinct = 0;
-  const pages = (names: string[], group: 'touched' | 'untouched', seconds: number) => {
-    return run({
-      url: server.url, connections: 8, duration: seconds,
-      requests: [{ setupRequest: (req: any) => {
-        const org = names[Math.floor(Math.random() * names.length)]!;
-        return { ...req, path: `/api/v2/organizations/${org}/explorer?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`, headers: { Authorization: `Bearer ${tokens.get(org)}` } };
-      } }],
-    } as autocannon.Options, (status) => { if (status === 200) current[group]++; else current.errors++; });
+  const small = (names: string[]) => () => {
+    const org = names[Math.floor(Math.random() * names.length)]!;
+    return { path: `/api/v2/organizations/${org}/explorer?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~${++distinct}`, headers: { Authorization: `Bearer ${tokens.get(org)}` } };
   };
-  const largest = (seconds: number) => {
-    return run({ url: `${server.url}/api/v2/organizations/${orgs[0]!.name}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(orgs[0]!.name)}` }, connections: 1, duration: seconds } as autocannon.Options,
-      (status, ms) => { if (status === 200) current.a.push(ms); else current.errors++; });
+  const next: Record<Kind, () => { path: string; headers: Record<string, string> }> = {
+    largest: () => ({ path: `/api/v2/organizations/${s.largest}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(s.largest)}` } }),
+    touched: small(s.streamed),
+    untouched: small(s.untouched),
   };
-  const load = (seconds: number) => Promise.all([pages(streamed, 'touched', seconds), pages(untouched, 'untouched', seconds), largest(seconds)]);
+  const count = (kind: Kind, status: number, ms: number) => { if (status === 200) current.ms[kind].push(ms); else current.errors[kind]++; };
+  // Closed loops: 8 connections per group of small organizations, 1 on the largest.
+  const closed = (seconds: number) => Promise.all(KINDS.map((kind) => run({
+    url: server.url, connections: kind === 'largest' ? 1 : 8, duration: seconds,
+    requests: [{ setupRequest: (req: any) => ({ ...req, ...next[kind]() }) }],
+  } as autocannon.Options, (status, ms) => count(kind, status, ms))));
+  let rates: Record<Kind, number> | undefined;
+  const fixed = (seconds: number) => openLoop(server.url, KINDS.map((kind): OpenLoopKind => ({ name: kind, rate: rates![kind], next: next[kind] })), seconds,
+    (a) => count(a.kind as Kind, a.status, a.ms));
+  const pages = (seconds: number) => (load === 'fixed' ? fixed(seconds) : closed(seconds));
 
   const follower = spawn(process.execPath, [CLI, 'ingest', SPOOL], { env: { ...process.env, DATA_DIR: WORK }, stdio: ['ignore', 'pipe', 'inherit'] });
   const logged = followerLog(follower);
 
   try {
-    // Before: the same load, no stream (after 10 s of warm-up).
+    // Warm-up, then the saturated rates (which the fixed load sends a share of), then the load with no stream.
     current = windowOf(10);
-    await load(10);
+    await closed(10);
+    if (load === 'fixed') {
+      const capacity = current = windowOf(BEFORE_SECONDS);
+      await closed(BEFORE_SECONDS);
+      rates = Object.fromEntries(KINDS.map((k) => [k, SHARE * rate(capacity, k)])) as Record<Kind, number>;
+      log(`capacity ${KINDS.map((k) => `${k} ${round(rate(capacity, k))} req/s`).join(', ')}; sending ${SHARE} of it`);
+    }
     const before = current = windowOf(BEFORE_SECONDS);
-    await load(BEFORE_SECONDS);
+    await pages(BEFORE_SECONDS);
     const diskBefore = kb(join(WORK, 'snapshots'));
-    log(`before: A p50 ${percentile([...before.a], 0.5)} ms, touched ${round(before.touched / BEFORE_SECONDS)} req/s, untouched ${round(before.untouched / BEFORE_SECONDS)} req/s, disk ${round(diskBefore / 1e6, 2)} GB`);
+    log(`before: ${KINDS.map((k) => `${k} p50 ${round(percentile([...before.ms[k]], 0.5))} p99 ${round(percentile([...before.ms[k]], 0.99))} ms, ${round(rate(before, k))} req/s`).join('; ')}; disk ${round(diskBefore / 1e6, 2)} GB`);
 
     // The stream, with the load running all along and a window per minute.
     const minutes: Window[] = [];
     const disk: number[] = [];
     const cpu: number[] = [];
     const arrived = new Map<string, number>();
-    const streamStarted = performance.now();
-    const loading = load(MINUTES * 60 + 1);
+    const started = performance.now();
+    const loading = pages(MINUTES * 60 + 1);
     const producing = (async () => {
-      for (let i = 0; i < order.length; i++) {
-        await sleep(Math.max(0, streamStarted + i * EVERY_MS - performance.now()));
-        renameSync(join(SPOOL, '.staged', order[i]!.name), join(SPOOL, 'incoming', order[i]!.name));
-        arrived.set(order[i]!.name, performance.now());
+      for (let i = 0; i < s.order.length; i++) {
+        await sleep(Math.max(0, started + i * EVERY_MS - performance.now()));
+        renameSync(join(SPOOL, '.staged', s.order[i]!.name), join(SPOOL, 'incoming', s.order[i]!.name));
+        arrived.set(s.order[i]!.name, performance.now());
       }
     })();
     let cpuMark = cpuSeconds(follower.pid!);
     for (let m = 0; m < MINUTES; m++) {
       current = windowOf(60);
       for (let t = 0; t < 12; t++) {
-        await sleep(Math.max(0, streamStarted + (m * 60 + (t + 1) * 5) * 1000 - performance.now()));
+        await sleep(Math.max(0, started + (m * 60 + (t + 1) * 5) * 1000 - performance.now()));
         disk.push(kb(join(WORK, 'snapshots')));
       }
       minutes.push(current);
       const c = cpuSeconds(follower.pid!);
       cpu.push(c - cpuMark);
       cpuMark = c;
-      const applied = appliedBatches(logged);
       const w = current;
-      log(`minute ${m + 1}: applied ${applied.length} of ${arrived.size}, A p50 ${percentile([...w.a], 0.5)} ms, touched ${round(w.touched / 60)} untouched ${round(w.untouched / 60)} req/s, disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}, follower CPU ${round(cpu[cpu.length - 1]! / 60, 2)} cores`);
+      log(`${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}, ${KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; ')}, errors ${KINDS.reduce((a, k) => a + w.errors[k], 0)}, disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}, follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores`);
     }
     await producing;
     // Waiting as the stream ends (S3); what is still waiting once the follower stops is not lost either.
@@ -153,55 +207,84 @@ async function main(): Promise<void> {
     follower.kill('SIGTERM');
     await new Promise((r) => { if (follower.exitCode !== null) r(null); else follower.once('exit', r); });
     const left = readdirSync(join(SPOOL, 'incoming')).filter((n) => !n.startsWith('.')).length;
-
-    const applied = appliedBatches(logged);
-    const rejected = logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]);
-    const delays = (size: string, from = 0, to = Infinity) => applied.filter((b) => b.name.includes(`-${size}-`))
-      .filter((b) => { const t = (arrived.get(b.name)! - streamStarted) / 60_000; return t >= from && t < to; }).map((b) => b.delay);
-    const p95 = (v: number[]) => round(percentile(v, 0.95), 2);
-    const s1 = p95(delays('small')), s2 = p95(delays('large'));
-    const growth = (size: string) => percentile(delays(size, MINUTES - 5), 0.95) / percentile(delays(size, 0, 5), 0.95);
-    const aBefore = percentile([...before.a], 0.5);
-    const touchedBefore = before.touched / before.seconds;
-    const rows = minutes.map((w, i) => ({
-      minute: i + 1,
-      a_p50_ms: percentile([...w.a], 0.5),
-      a_ratio: round(percentile([...w.a], 0.5) / aBefore, 2),
-      touched_rps: round(w.touched / 60),
-      touched_ratio: round((w.touched / 60) / touchedBefore, 2),
-      untouched_rps: round(w.untouched / 60),
-      errors: w.errors,
-      disk_ratio: round(Math.max(...disk.slice(i * 12, i * 12 + 12)) / diskBefore, 2),
-      follower_cores: round(cpu[i]! / 60, 2),
-      applied_by_end: applied.filter((b) => b.at - streamStarted <= (i + 1) * 60_000).length,
-      arrived_by_end: Math.min(order.length, (i + 1) * 12),
-    }));
-    const fromThird = rows.slice(2);
-    const smallDuring = minutes.reduce((a, w) => a + w.touched + w.untouched, 0) / (MINUTES * 60);
-    const smallBefore = (before.touched + before.untouched) / before.seconds;
-    const errors = minutes.reduce((a, w) => a + w.errors, 0) + before.errors;
-    const results = [
-      { scenario: 'S1', measured: `small batches p95 ${s1} s (${delays('small').length} applied)`, target: '≤ 1 s', pass: s1 <= 1 },
-      { scenario: 'S2', measured: `large batches p95 ${s2} s (${delays('large').length} applied); ${rejected.length} rejected, ${order.length - applied.length - left} lost`, target: '≤ 10 s, none lost', pass: s2 <= 10 && rejected.length === 0 && applied.length + left === order.length },
-      { scenario: 'S3', measured: `p95 last 5 min ÷ first 5: small ${round(growth('small'), 2)}, large ${round(growth('large'), 2)}; ${waiting} waiting at the end`, target: '≤ 1.2; ≤ 2', pass: growth('small') <= 1.2 && growth('large') <= 1.2 && waiting <= 2 },
-      { scenario: 'S4', measured: `from minute 3: A p50 ×${Math.min(...fromThird.map((r) => r.a_ratio))}–${Math.max(...fromThird.map((r) => r.a_ratio))} (before ${aBefore} ms), touched throughput ${Math.min(...fromThird.map((r) => r.touched_ratio))}–${Math.max(...fromThird.map((r) => r.touched_ratio))} of before (${round(touchedBefore)} req/s); small-organization throughput ${round(smallDuring)} ÷ ${round(smallBefore)} req/s = ${round(smallDuring / smallBefore, 2)}; ${errors} errors`,
-        target: '≤ 1.2×; ≥ 70 %', pass: fromThird.every((r) => r.a_ratio <= 1.2 && 1 / r.touched_ratio <= 1.2) && smallDuring / smallBefore >= 0.7 && errors === 0 },
-      { scenario: 'S5', measured: `data directory at most ×${round(Math.max(...disk) / diskBefore, 2)} of ${round(diskBefore / 1e6, 2)} GB (sampled every 5 s)`, target: '≤ 1.3×', pass: Math.max(...disk) / diskBefore <= 1.3 },
-    ];
-    console.log('| minute | A p50 ms (×) | touched req/s (× before) | untouched req/s | errors | disk × | follower cores | applied / arrived |');
-    console.log('|---|---|---|---|---|---|---|---|');
-    for (const r of rows) console.log(`| ${r.minute} | ${r.a_p50_ms} (${r.a_ratio}) | ${r.touched_rps} (${r.touched_ratio}) | ${r.untouched_rps} | ${r.errors} | ${r.disk_ratio} | ${r.follower_cores} | ${r.applied_by_end} / ${r.arrived_by_end} |`);
-    console.log('\n| # | measured | target | ok |');
-    console.log('|---|---|---|---|');
-    for (const r of results) console.log(`| ${r.scenario} | ${r.measured} | ${r.target} | ${r.pass ? 'yes' : 'NO'} |`);
-    const applyLines = logged.filter((l) => l.message === 'batch applied');
-    const file = join(ROOT, 'bench', 'results', `stream-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ minutes: MINUTES, before: { a_p50_ms: aBefore, touched_rps: touchedBefore, small_rps: smallBefore, disk_kb: diskBefore }, rows, results, applied: applyLines.map(({ at: _at, ...l }) => l) }, null, 2));
-    console.log(`\nwritten ${file}`);
+    return {
+      load, before, rates, minutes, cpu, disk, diskBefore, arrived, started, waiting, left,
+      applied: appliedBatches(logged),
+      rejected: logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]),
+      applyLines: logged.filter((l) => l.message === 'batch applied'),
+    };
   } finally {
     follower.kill('SIGTERM');
     await stopServerProcess(server.child).catch(() => null);
   }
+}
+
+/** Prints each load's minutes and the targets' figures, and writes them to bench/results. */
+function report(runs: LoadRun[], batches: number): void {
+  const p = (v: number[], q: number) => round(percentile([...v], q), 1);
+  const results: { scenario: string; measured: string; target: string; pass: boolean }[] = [];
+  const tables: Record<string, unknown[]> = {};
+  for (const r of runs) {
+    const rows = r.minutes.map((w, i) => ({
+      minute: i + 1,
+      ...Object.fromEntries(KINDS.flatMap((k) => [
+        [`${k}_p50_ms`, p(w.ms[k], 0.5)], [`${k}_p99_ms`, p(w.ms[k], 0.99)], [`${k}_rps`, round(rate(w, k))],
+        [`${k}_p50_ratio`, round(percentile([...w.ms[k]], 0.5) / percentile([...r.before.ms[k]], 0.5), 2)],
+        [`${k}_p99_ratio`, round(percentile([...w.ms[k]], 0.99) / percentile([...r.before.ms[k]], 0.99), 2)],
+        [`${k}_rps_ratio`, round(rate(w, k) / rate(r.before, k), 2)],
+      ])),
+      errors: KINDS.reduce((a, k) => a + w.errors[k], 0),
+      disk_ratio: round(Math.max(...r.disk.slice(i * 12, i * 12 + 12)) / r.diskBefore, 2),
+      follower_cores: round(r.cpu[i]! / 60, 2),
+      applied_by_end: r.applied.filter((b) => b.at - r.started <= (i + 1) * 60_000).length,
+      arrived_by_end: Math.min(batches, (i + 1) * 12),
+    })) as Record<string, number>[];
+    tables[r.load] = rows;
+    console.log(`\n${r.load} load${r.rates ? ` (sent per second: ${KINDS.map((k) => `${k} ${round(r.rates![k])}`).join(', ')})` : ''}; before the stream: ${KINDS.map((k) => `${k} p50 ${p(r.before.ms[k], 0.5)} / p99 ${p(r.before.ms[k], 0.99)} ms, ${round(rate(r.before, k))} req/s`).join('; ')}`);
+    console.log('| minute | largest p50 / p99 ms (×) | touched p50 / p99 ms (×) | untouched p50 / p99 ms (×) | small req/s (× before) | errors | disk × | follower cores | applied / arrived |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    for (const row of rows) {
+      const k = (kind: Kind) => `${row[`${kind}_p50_ms`]} / ${row[`${kind}_p99_ms`]} (${row[`${kind}_p50_ratio`]}, ${row[`${kind}_p99_ratio`]})`;
+      const smallRate = row.touched_rps! + row.untouched_rps!;
+      console.log(`| ${row.minute} | ${k('largest')} | ${k('touched')} | ${k('untouched')} | ${round(smallRate)} (${round(smallRate / (rate(r.before, 'touched') + rate(r.before, 'untouched')), 2)}) | ${row.errors} | ${row.disk_ratio} | ${row.follower_cores} | ${row.applied_by_end} / ${row.arrived_by_end} |`);
+    }
+    const delays = (size: string, from = 0, to = Infinity) => r.applied.filter((b) => b.name.includes(`-${size}-`))
+      .filter((b) => { const t = (r.arrived.get(b.name)! - r.started) / 60_000; return t >= from && t < to; }).map((b) => b.delay);
+    const p95 = (v: number[]) => round(percentile(v, 0.95), 2);
+    const growth = (size: string) => round(percentile(delays(size, MINUTES - 5), 0.95) / percentile(delays(size, 0, 5), 0.95), 2);
+    const cores = round(r.cpu.reduce((a, b) => a + b, 0) / (MINUTES * 60), 2);
+    const lost = batches - r.applied.length - r.left;
+    const fromThird = rows.slice(2);
+    const errors = r.minutes.reduce((a, w) => a + KINDS.reduce((b, k) => b + w.errors[k], 0), 0);
+    if (r.load === 'fixed') {
+      const s1 = p95(delays('small')), s2 = p95(delays('large'));
+      results.push(
+        { scenario: 'S1, S2', measured: `small batches p95 ${s1} s (${delays('small').length} applied), large ${s2} s (${delays('large').length}); ${r.rejected.length} rejected, ${lost} lost`, target: '≤ 1 s; ≤ 10 s; none lost', pass: s1 <= 1 && s2 <= 10 && r.rejected.length === 0 && lost === 0 },
+        { scenario: 'S3', measured: `p95 last 5 min ÷ first 5: small ${growth('small')}, large ${growth('large')}; ${r.waiting} waiting at the end`, target: '≤ 1.2; ≤ 2', pass: growth('small') <= 1.2 && growth('large') <= 1.2 && r.waiting <= 2 },
+        ...KINDS.map((k) => {
+          const p50 = fromThird.map((row) => row[`${k}_p50_ratio`]!), p99 = fromThird.map((row) => row[`${k}_p99_ratio`]!);
+          return { scenario: `S4 ${k}`, measured: `from minute 3, worst minute: p50 ×${Math.max(...p50)}, p99 ×${Math.max(...p99)} (before ${p(r.before.ms[k], 0.5)} / ${p(r.before.ms[k], 0.99)} ms)`, target: 'p50 ≤ 1.2×, p99 ≤ 1.5×', pass: Math.max(...p50) <= 1.2 && Math.max(...p99) <= 1.5 };
+        }),
+        { scenario: 'S4 errors', measured: `${errors} over the stream`, target: '0', pass: errors === 0 },
+      );
+    } else {
+      const during = r.minutes.reduce((a, w) => a + w.ms.touched.length + w.ms.untouched.length, 0) / (MINUTES * 60);
+      const before = rate(r.before, 'touched') + rate(r.before, 'untouched');
+      results.push({ scenario: 'S5', measured: `small-organization throughput ${round(during)} ÷ ${round(before)} req/s = ${round(during / before, 2)}; ${errors} errors; batches p95 small ${p95(delays('small'))} s, large ${p95(delays('large'))} s, ${r.waiting} waiting at the end, ${lost} lost`, target: '≥ 0.75', pass: during / before >= 0.75 });
+    }
+    results.push({ scenario: `S6 ${r.load}`, measured: `the follower ${cores} cores on average (minutes ${Math.min(...rows.map((row) => row.follower_cores!))}–${Math.max(...rows.map((row) => row.follower_cores!))})`, target: '≤ 0.2', pass: cores <= 0.2 });
+    const diskMax = round(Math.max(...r.disk) / r.diskBefore, 2);
+    results.push({ scenario: `S8 ${r.load}`, measured: `data directory at most ×${diskMax} of ${round(r.diskBefore / 1e6, 2)} GB (sampled every 5 s)`, target: '≤ 1.3', pass: diskMax <= 1.3 });
+  }
+  console.log('\n| # | measured | target | ok |');
+  console.log('|---|---|---|---|');
+  for (const r of results) console.log(`| ${r.scenario} | ${r.measured} | ${r.target} | ${r.pass ? 'yes' : 'NO'} |`);
+  const file = join(ROOT, 'bench', 'results', `stream-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({
+    minutes: MINUTES, share: SHARE, results,
+    loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])), disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l) })),
+  }, null, 2));
+  console.log(`\nwritten ${file}`);
 }
 
 /** An autocannon run that reports each response as it comes (status, milliseconds). */
