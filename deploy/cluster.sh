@@ -105,24 +105,38 @@ do_start() {
   echo "Logs and pid files: $DIR. Stop it all: make cluster-stop"
 }
 
+# stop_together <name…>: SIGTERM to each of them that runs, then waits for them all (SIGKILL after 15 s).
+stop_together() {
+  local name pid pattern stopping=()
+  for name in "$@"; do
+    pid=$(cat "$DIR/$name.pid" 2>/dev/null) || continue
+    pattern=${name%%-*}; [ "$pattern" = explorer ] && pattern="main.js serve"; [ "$pattern" = ingest ] && pattern="main.js ingest"; [ "$pattern" = notify ] && pattern="main.js notify"; [ "$pattern" = redis ] && pattern=redis-server
+    if running "$name" "$pattern"; then kill -TERM "$pid"; stopping+=("$name=$pid"); else rm -f "$DIR/$name.pid"; fi
+  done
+  for _ in $(seq 150); do
+    local alive=0 entry
+    for entry in "${stopping[@]}"; do kill -0 "${entry#*=}" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for entry in "${stopping[@]}"; do
+    kill -0 "${entry#*=}" 2>/dev/null && kill -KILL "${entry#*=}"
+    echo "  ${entry%%=*}: stopped"
+    rm -f "$DIR/${entry%%=*}.pid"
+  done
+}
+
 do_stop() {
   [ -d "$DIR" ] || return 0
-  # HAProxy first, so that no request reaches an instance that is stopping; Redis last.
-  local names=(haproxy ingest notify)
+  # HAProxy first, so that no request reaches an instance that is stopping; Redis last. Those in between
+  # stop together, and so do the Redis nodes.
+  local names=(ingest notify) redis=() f
   for f in "$DIR"/explorer-*.pid; do [ -e "$f" ] && names+=("$(basename "$f" .pid)"); done
-  for f in "$DIR"/redis-*.pid; do [ -e "$f" ] && names+=("$(basename "$f" .pid)"); done
-  for name in "${names[@]}"; do
-    local pid
-    pid=$(cat "$DIR/$name.pid" 2>/dev/null) || continue
-    local pattern=${name%%-*}; [ "$pattern" = explorer ] && pattern="main.js serve"; [ "$pattern" = ingest ] && pattern="main.js ingest"; [ "$pattern" = notify ] && pattern="main.js notify"; [ "$pattern" = redis ] && pattern=redis-server
-    if running "$name" "$pattern"; then
-      kill -TERM "$pid"
-      for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-      echo "  $name: stopped"
-    fi
-    rm -f "$DIR/$name.pid"
-  done
+  for f in "$DIR"/redis-*.pid; do [ -e "$f" ] && redis+=("$(basename "$f" .pid)"); done
+  stop_together haproxy
+  stop_together "${names[@]}"
+  [ "${#redis[@]}" -gt 0 ] && stop_together "${redis[@]}"
+  return 0
 }
 
 case "${1:-}" in

@@ -44,6 +44,20 @@ describe('the cluster through HAProxy', function () {
     return { status: res.status, servedBy: res.headers.get('x-served-by'), method: 'GET', path };
   };
   const page = (org: string) => `/api/v2/organizations/${org}/explorer?type=workspaces&page%5Bsize%5D=5`;
+  /** What HAProxy's runtime API answers to `command`. */
+  const haproxyApi = (command: string) => new Promise<string>((resolve, reject) => {
+    let text = '';
+    const socket = connect(join(dataDir, 'cluster', 'haproxy.sock'), () => socket.end(`${command}\n`));
+    socket.on('data', (d: Buffer) => { text += d.toString(); }).on('end', () => resolve(text)).on('error', reject);
+  });
+  /** The servers of the explorer backend, each as the fields of its line of `show servers state`. */
+  const serverStates = async () => (await haproxyApi('show servers state explorer')).split('\n').map((l) => l.split(' '))
+    .filter((f) => /^\d+$/.test(f[0]!) && f.length > 4);
+  /** Whether process `p` has ended: gone, or a zombie its parent has not reaped yet. */
+  const ended = (p: number) => {
+    try { process.kill(p, 0); } catch { return true; }
+    try { return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${p}/stat`, 'utf8')); } catch { return true; }
+  };
 
   /** GET pages of every organization (and now and then a saved view created and deleted) until stopped. */
   function load(opts: { writes?: boolean } = {}) {
@@ -111,12 +125,7 @@ describe('the cluster through HAProxy', function () {
     const cmdline = readFileSync(`/proc/${pid('haproxy')}/cmdline`, 'utf8').split('\0').filter(Boolean);
     expect(cmdline.slice(-2)).to.deep.equal(['-f', 'deploy/haproxy.cfg']);
     // Every instance of the cluster is a server of the running HAProxy, each checked.
-    const state = await new Promise<string>((resolve, reject) => {
-      let text = '';
-      const socket = connect(join(dataDir, 'cluster', 'haproxy.sock'), () => socket.end('show servers state explorer\n'));
-      socket.on('data', (d: Buffer) => { text += d.toString(); }).on('end', () => resolve(text)).on('error', reject);
-    });
-    const names = state.split('\n').map((l) => l.split(' ')).filter((f) => /^\d+$/.test(f[0]!) && f.length > 4).map((f) => f[3]);
+    const names = (await serverStates()).map((f) => f[3]);
     expect(names).to.deep.equal(['explorer-1', 'explorer-2', 'explorer-3']);
   });
 
@@ -146,7 +155,8 @@ describe('the cluster through HAProxy', function () {
     // Requests without a token count against the client's address (X-Forwarded-For, TRUST_PROXY); made up
     // organization names spread them over the instances.
     const answers: Answer[] = [];
-    for (let i = 0; i < 1030; i += 10) answers.push(...await Promise.all(Array.from({ length: 10 }, (_, j) => get(page(`unknown-${(i + j) % 50}`)))));
+    // Twenty at a time: the count is exact however many arrive together.
+    for (let i = 0; i < 1030; i += 20) answers.push(...await Promise.all(Array.from({ length: Math.min(20, 1030 - i) }, (_, j) => get(page(`unknown-${(i + j) % 50}`)))));
     expect(answers.filter((a) => a.status === 401)).to.have.length(1000);
     expect(answers.filter((a) => a.status === 429)).to.have.length(30);
     expect(new Set(answers.map((a) => a.servedBy)).size).to.be.at.least(2);
@@ -173,11 +183,11 @@ describe('the cluster through HAProxy', function () {
       const name = `explorer-${i}`;
       const p = pid(name);
       process.kill(p, 'SIGTERM');
-      await waitFor(() => { try { process.kill(p, 0); return false; } catch { return true; } }, 30_000, `${name} stopped`);
+      await waitFor(() => ended(p), 30_000, `${name} stopped`);
       await cluster('start');
       await waitFor(async () => (await fetch(`http://127.0.0.1:${instancePort + i - 1}/readyz`).catch(() => null))?.status === 200, 30_000, `${name} ready`);
-      // Back in HAProxy's rotation (two good checks) before the next one stops.
-      await sleep(2500);
+      // Back in HAProxy's rotation (two good checks: its operational state 2, running) before the next one stops.
+      await waitFor(async () => (await serverStates()).find((f) => f[3] === name)?.[5] === '2', 30_000, `${name} up in HAProxy`);
     }
     const answers = await traffic.stop();
     expect(answers.filter((a) => a.method === 'POST').length).to.be.greaterThan(3);

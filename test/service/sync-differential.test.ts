@@ -28,7 +28,10 @@ describe('explorer sync: differential over random sources and change sequences',
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  for (const seed of [301, 302]) {
+  // One seed by default, which draws three organizations (three syncs taking turns at the writer lock);
+  // SYNC_DIFF_SEEDS=301,302 runs others as well (301 draws two).
+  const seeds = (process.env.SYNC_DIFF_SEEDS ?? '302').split(',').map(Number);
+  for (const seed of seeds) {
     it(`seed ${seed}: every route alike after each sync, /changes between syncs as between the upstream's applies`, async () => {
       const rnd = seededRandom(seed);
       const dir = mkdtempSync(join(tmpdir(), `explorer-sync-diff-${seed}-`));
