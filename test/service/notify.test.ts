@@ -170,8 +170,9 @@ describe('explorer notify', function () {
     let flips = 0;
     const lease = { NOTIFY_LEASE_MS: '600' };
     // Each round: a batch flips ws-aaa2's drift (a notification for each), a sender starts, and once it holds
-    // the lease it is killed after a growing delay: from before it checked the pair to well into sending.
-    for (let delay = 0; delay <= 900; delay += 100) {
+    // the lease it is killed after a growing delay: from before it checked the pair to well into sending, and
+    // on while none has sent yet (however long checking and sending take on this machine).
+    for (let delay = 0; delay <= 900 || (receiver.received.length === before && delay <= 9000); delay += 225) {
       await apply([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0 ? false : true, resources_drifted: flips, resources_undrifted: 11 } }]);
       const n = notifier(lease);
       await until(() => n.lines().some((l) => l.message === 'sending notifications'), 'the sender to hold the lease');
@@ -263,12 +264,18 @@ for (const backend of ['redis', 'redis cluster'] as const) {
       first.child.kill('SIGKILL');
       await exited(first.child);
       let flips = 0;
-      for (let delay = 100; delay <= 1300; delay += 200) {
+      // Each round: a batch, a sender started and, once it has asked for the lease (the last one killed may
+      // still hold it), killed after a growing delay: from before it took the lease to well into sending.
+      for (let delay = 0; delay <= 900; delay += 300) {
         const batch = join(dir, `batch-${flips}`);
         mkdirSync(batch);
         writeFileSync(join(batch, 'workspaces.ndjson'), ndjson([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0, resources_drifted: flips, resources_undrifted: 11 } }]));
         await applyBatch(batch, { dataDir: dir, memoryLimit: '512MB' });
         const n = spawnNotifier();
+        for (const end = Date.now() + 30_000; !n.lines().some((l) => l.message === 'sending notifications' || l.message === 'another notifier sends; waiting');) {
+          if (Date.now() > end) throw new Error('the notifier did not ask for the lease');
+          await sleep(20);
+        }
         await sleep(delay);
         n.child.kill('SIGKILL');
         await exited(n.child);

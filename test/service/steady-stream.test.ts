@@ -36,7 +36,7 @@ describe('a steady stream of batches beside a busy server', function () {
     dir = mkdtempSync(join(tmpdir(), 'explorer-stream-'));
     const source = join(dir, 'source');
     await writeSample(source, { organizations: 6, workspaces: 400, seed: 61 });
-    const BATCHES = 36;
+    const BATCHES = 24;
     await writeSampleChanges(source, join(dir, 'batches'), { batches: BATCHES, workspaces: 6, seed: 62 });
     const names = Array.from({ length: BATCHES }, (_, i) => `batch-${String(i + 1).padStart(4, '0')}`);
     const dataDir = join(dir, 'data');
