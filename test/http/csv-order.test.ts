@@ -32,8 +32,12 @@ function orderSuite(title: string, engine: string, writeSource?: (dir: string) =
       const datetimes = new Set(view.fields.filter((f) => f.type === 'datetime').map((f) => f.name));
       it(`${view.name}: the CSV of every sort (${fields.length} fields × 2 directions) is the JSON order`, async () => {
         let numbersSeen = false;
-        for (const field of view.fields) {
-          for (const key of [field.name, `-${field.name}`]) {
+        const sorts = view.fields.flatMap((field) => [field.name, `-${field.name}`].map((key) => ({ field, key })));
+        // Two sorts at a time, each paging through its answer: the harness pool runs four queries at once.
+        let next = 0;
+        const check = async () => {
+          for (let k = next++; k < sorts.length; k = next++) {
+            const { field, key } = sorts[k]!;
             const query = `type=${view.name}&sort=${key}`;
             const data = await allPages(h, query);
             expect(data.length, query).to.be.above(1);
@@ -46,7 +50,8 @@ function orderSuite(title: string, engine: string, writeSource?: (dir: string) =
               numbersSeen ||= values.some((v) => v >= 10) && values.some((v) => v < 10);
             }
           }
-        }
+        };
+        await Promise.all([check(), check()]);
         if (writeSource && view.fields.some((f) => f.type === 'number')) {
           expect(numbersSeen, 'the sample holds numbers of one and of several digits').to.equal(true);
         }
@@ -57,6 +62,7 @@ function orderSuite(title: string, engine: string, writeSource?: (dir: string) =
 
 describe('CSV order equals JSON order for every sortable field', () => {
   orderSuite('the hand-made fixture', 'terraform');
+  // acme-corp holds 106 of the workspaces: their answers, and those of their resources, run over more than one page.
   orderSuite('a generated sample under EXPLORER_ENGINE=opentofu', 'opentofu',
-    (dir) => writeSample(dir, { organizations: 2, workspaces: 260, seed: 3 }));
+    (dir) => writeSample(dir, { organizations: 2, workspaces: 160, seed: 3 }));
 });

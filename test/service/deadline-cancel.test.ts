@@ -118,11 +118,11 @@ describe('exports cut off mid-stream', function () {
         res.on('error', () => resolve('error'));
         res.on('close', () => resolve(res.complete ? 'end' : 'aborted'));
       });
-      await new Promise((r) => setTimeout(r, EXPORT_DEADLINE_MS + 1000));
+      // The server ends the export at the deadline while the client still reads nothing.
+      const log = await waitForLog(lines, (l) => l.msg === 'request' && l.outcome === 'aborted: timeout' && String(l.route).endsWith(`/export/${format}`), EXPORT_DEADLINE_MS + 10_000);
       res.resume();
       expect(await ended).to.not.equal('end');
       expect(res.complete).to.equal(false);
-      const log = await waitForLog(lines, (l) => l.msg === 'request' && l.outcome === 'aborted: timeout' && String(l.route).endsWith(`/export/${format}`));
       expect(log.status, JSON.stringify(lines.filter((l) => l.msg !== "snapshot switched"))).to.equal(200);
       const after = await h.explorer('?type=workspaces&page%5Bsize%5D=1');
       expect(after.status).to.equal(200);
@@ -140,6 +140,7 @@ describe('exports cut off mid-stream', function () {
 
   it('keeps serving pages of another organization while many exports are stalled, then frees every export', async () => {
     // The harness pool runs 4 queries at once; exports may take at most half, so pages always get a slot.
+    const logged = lines.length;
     const responses: IncomingMessage[] = [];
     const opened = Array.from({ length: 6 }, () => new Promise<void>((resolve) => {
       get(exportUrl(), { headers: { Authorization: `Bearer ${h.tokens.org}` } }, (res) => { res.pause(); responses.push(res); resolve(); }).on('error', () => resolve());
@@ -153,8 +154,9 @@ describe('exports cut off mid-stream', function () {
       expect(Date.now() - started).to.be.below(EXPORT_DEADLINE_MS / 2);
     }
     await Promise.all(opened);
-    // Past the deadline every export has ended: 504 before its first byte, or a visibly broken 200.
-    await new Promise((r) => setTimeout(r, EXPORT_DEADLINE_MS + 500));
+    // At the deadline every export ends (its request logged): 504 before its first byte, or a visibly broken 200.
+    const exportsEnded = () => lines.slice(logged).filter((l) => l.msg === 'request' && String(l.route).endsWith('/export/csv')).length;
+    await waitForCondition(() => exportsEnded() === 6, EXPORT_DEADLINE_MS + 10_000);
     for (const res of responses) {
       res.resume();
       expect([200, 504]).to.include(res.statusCode);

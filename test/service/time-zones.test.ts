@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { issueToken } from '../../src/access/tokens.js';
 import { writeSample } from '../../src/sample/sample.js';
+import { openStateStore } from '../../src/store/open-store.js';
 import { writeSmallSource } from '../fixtures/small-source.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -45,8 +47,10 @@ const QUERIES = [
 interface Answers { pages: string[]; csv: string[]; saved: string[]; snapshot: string; filename: string }
 
 async function serveAndAsk(setup: Setup, dataDir: string, organization: string): Promise<Answers> {
-  const { stdout } = await run(process.execPath, [CLI, 'token', 'create', '--organization', organization], { env: env(setup.server, dataDir) });
-  const token = stdout.trim().split('\n').pop()!;
+  // The token is issued in this process: only loading and serving run under the zones.
+  const store = await openStateStore({ dataDir });
+  const { token } = await issueToken(store, { kind: 'organization', organization });
+  await store.close();
   const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], {
     env: { ...env(setup.server, dataDir), PORT: '0', POOL_WORKERS: '1', UV_THREADPOOL_SIZE: '16' },
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -103,12 +107,13 @@ function describeSource(title: string, organization: string, write: (dir: string
       const source = mkdtempSync(join(tmpdir(), 'explorer-tz-source-'));
       dirs.push(source);
       await write(source);
-      for (const setup of SETUPS) {
+      // The setups side by side, each in its own data directory with its own loader and server.
+      answers.push(...await Promise.all(SETUPS.map(async (setup) => {
         const dataDir = mkdtempSync(join(tmpdir(), 'explorer-tz-'));
         dirs.push(dataDir);
         await run(process.execPath, [CLI, 'load', source], { env: env(setup.loader, dataDir) });
-        answers.push(await serveAndAsk(setup, dataDir, organization));
-      }
+        return serveAndAsk(setup, dataDir, organization);
+      })));
     });
     after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 
