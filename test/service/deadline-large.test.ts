@@ -74,9 +74,12 @@ describe('a query past its deadline on a large organization', function () {
 
   it('answers 504 long before the query could have ended, DuckDB stops burning CPU, and the worker serves the next query', async () => {
     // Idle before: the restart, the load's leftovers and the control have settled.
-    // The small view's statement prepared and its blocks read once, so that what follows the 504 measures the
-    // worker, not a cold start against a deadline of a few milliseconds.
-    expect((await explorer('type=tf_versions&page%5Bsize%5D=4')).status).to.equal(200);
+    // The small view's statement prepared and its blocks read, so that what follows the 504 measures the
+    // worker, not a cold start against a deadline of a few milliseconds (which a cold start may overrun:
+    // each try gets further).
+    const warm: number[] = [];
+    while (warm.at(-1) !== 200 && warm.length < 10) warm.push((await explorer('type=tf_versions&page%5Bsize%5D=4')).status);
+    expect(warm.at(-1), `the small view before the slow query (deadline ${deadline} ms): ${warm.join(', ')}`).to.equal(200);
     await waitFor(async () => (await cpuShare(300)) < 0.3, 20_000, 'an idle process');
     const started = performance.now();
     const res = await explorer(SLOW);
