@@ -103,7 +103,8 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       const dir = snapshotPath(dataDir, id);
       const layers = await attachLayers(run, layerPaths(dir, current));
       await run(`ATTACH ${sqlLiteral(tmp)} AS ov (STORAGE_VERSION '${STORAGE_VERSION}')`);
-        // Joins as written, as a batch's over the same layers (delta.ts).
+      await run(`SET checkpoint_threshold = '64GB'`);
+      // Joins as written, as a batch's over the same layers (delta.ts).
       await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
       const key = ident(ORGANIZATION_KEY_COLUMN);
       // Each organization read from exactly the layers a server reads it from (current-snapshot.ts deltaTarget):

@@ -86,6 +86,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '2GB', signal: opts.signal }, async ({ db, run, all }) => {
     const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    await run(`SET checkpoint_threshold = '64GB'`);
     // Each view's rows of the held organizations in the base's order, at positions of this layer's own.
     const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
     if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
