@@ -158,7 +158,7 @@ describe('the two page plans', function () {
         // A size above the line with no filter is a known total (the fetch without counting); unknown, it counts.
         const large = SMALL_ORGANIZATION_ROWS + 1;
         // Each combination of plans runs for every other organization, in turn: every query meets every
-        // combination twice, the largest organization half of them (the whole product took a minute and a half).
+        // combination twice, the largest organization half of them (the whole product would take a minute and a half).
         let combination = 0;
         for (const [organizationRows, rowJson, stored] of [[1, false, false], [1, true, false], [undefined, true, false], [large, true, false], [large, false, false], [1, true, true], [undefined, true, true], [1, false, true], [large, true, true]] as const) {
           for (const [keyed, indexed] of [[false, false], ['table', false], ['query', false], ['table', true], ['position', false], ['position', true]] as const) {
