@@ -112,20 +112,24 @@ export function spawnSync(args: string[], dataDir: string, env: Record<string, s
   return { child, out: () => out };
 }
 
-/** Every route of `orgs` answers alike on both (the servers' own addresses and snapshot ids put aside). */
+/**
+ * Every route of `orgs` answers alike on both (the servers' own addresses and snapshot ids put aside). The
+ * routes are asked all at once (well under the pool's queue), and compared in their order.
+ */
 export async function sameAnswers(upstream: RunningServer, mirror: RunningServer, orgs: string[], tokens: Map<string, string>): Promise<void> {
   await Promise.all([upstream.snapshots.refresh(), mirror.snapshots.refresh()]);
-  for (const org of orgs) {
-    for (const path of comparedRoutes(org)) {
-      const [x, y] = await Promise.all([comparableAnswer(upstream, path, tokens.get(org)), comparableAnswer(mirror, path, tokens.get(org))]);
-      expect(x.status, path).to.equal(200);
-      if (y.body !== x.body) {
-        // The first difference, for the message: the bodies are long.
-        let i = 0;
-        while (i < x.body.length && x.body[i] === y.body[i]) i++;
-        expect(y.body.slice(Math.max(0, i - 200), i + 200), path).to.equal(x.body.slice(Math.max(0, i - 200), i + 200));
-      }
-      expect(y, path).to.deep.equal(x);
+  const routes = orgs.flatMap((org) => comparedRoutes(org).map((path) => ({ org, path })));
+  const answers = await Promise.all(routes.map(({ org, path }) =>
+    Promise.all([comparableAnswer(upstream, path, tokens.get(org)), comparableAnswer(mirror, path, tokens.get(org))])));
+  for (const [n, { path }] of routes.entries()) {
+    const [x, y] = answers[n]!;
+    expect(x.status, path).to.equal(200);
+    if (y.body !== x.body) {
+      // The first difference, for the message: the bodies are long.
+      let i = 0;
+      while (i < x.body.length && x.body[i] === y.body[i]) i++;
+      expect(y.body.slice(Math.max(0, i - 200), i + 200), path).to.equal(x.body.slice(Math.max(0, i - 200), i + 200));
     }
+    expect(y, path).to.deep.equal(x);
   }
 }

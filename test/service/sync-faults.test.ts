@@ -132,10 +132,13 @@ describe('explorer sync through faults', function () {
     const proxy = await startFaultProxy(up.server.url, () => 'pass', { key: ca.key, cert: ca.cert });
     try {
       const env = { EXPLORER_SYNC_TOKEN: up.tokens.get(org)!, SYNC_BACKOFF_MS: '20' };
-      const untrusted = await runSync(['--from', proxy.url, '--organization', org], join(dir, 'tls-untrusted'), env);
+      // Two mirrors of their own, synced side by side.
+      const [untrusted, trusted] = await Promise.all([
+        runSync(['--from', proxy.url, '--organization', org], join(dir, 'tls-untrusted'), env),
+        runSync(['--from', proxy.url, '--organization', org], join(dir, 'tls'), { ...env, NODE_EXTRA_CA_CERTS: ca.caFile }),
+      ]);
       expect(untrusted.code).to.equal(1);
       expect(untrusted.stderr).to.match(new RegExp(`sync failed for ${org}: .*certificate`));
-      const trusted = await runSync(['--from', proxy.url, '--organization', org], join(dir, 'tls'), { ...env, NODE_EXTRA_CA_CERTS: ca.caFile });
       expect(trusted.code, trusted.stderr).to.equal(0);
       await sameAnswers(up.server, await mirrorOf(join(dir, 'tls')), [org], up.tokens);
     } finally {
