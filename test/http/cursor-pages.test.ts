@@ -81,16 +81,20 @@ describe('cursor pages', function () {
     }
   }
 
-  /** A walk equals the numbered pages: same rows, same order, same total, no empty page at the end. */
-  async function expectSameRows(path: string, params: Record<string, string>): Promise<Row[]> {
-    const { rows, total } = await numbered(path, params);
+  /**
+   * A walk equals the numbered pages: same rows, same order, same total, no empty page at the end. The
+   * numbered pages, the reference, are of 4 rows: boundaries unlike the walk's. `varied`: walk a second time
+   * with page sizes that change along the walk.
+   */
+  async function expectSameRows(path: string, params: Record<string, string>, varied = true): Promise<Row[]> {
+    const { rows, total } = await numbered(path, params, 4);
     const walked = await walk(path, params);
     expect(walked.rows.map((r) => r.id), `${path} ${JSON.stringify(params)}`).to.deep.equal(rows.map((r) => r.id));
     expect(walked.rows).to.deep.equal(rows);
     expect(walked.pages).to.equal(Math.max(1, Math.ceil(rows.length / 2)));
     for (const b of walked.bodies) expect(b.meta.pagination['total-count']).to.equal(total);
     // Page sizes may change along a walk.
-    expect((await walk(path, params, [3, 1, 2])).rows).to.deep.equal(rows);
+    if (varied) expect((await walk(path, params, [3, 1, 2])).rows).to.deep.equal(rows);
     return rows;
   }
 
@@ -116,7 +120,8 @@ describe('cursor pages', function () {
         for (const [i, field] of fields.entries()) {
           const other = fields[(i + 1) % fields.length]!;
           await expectSameRows('', { type: view, sort: field });
-          await expectSameRows('', { type: view, sort: `-${field},${other}` });
+          // Changing page sizes are walked once per field (above); the multi-key sorts by one size.
+          await expectSameRows('', { type: view, sort: `-${field},${other}` }, false);
         }
       });
     }

@@ -31,7 +31,7 @@ describe('the serve process', function () {
     token = (await issueToken(store, { kind: 'organization', organization: 'acme-corp' })).token;
     await store.close();
     child = spawn(process.execPath, [CLI, 'serve'], {
-      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', SHUTDOWN_GRACE_MS: '1500', POOL_WORKERS: '2', UV_THREADPOOL_SIZE: '16' },
+      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', SHUTDOWN_GRACE_MS: '1000', POOL_WORKERS: '2', UV_THREADPOOL_SIZE: '16' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (b: Buffer) => {
@@ -81,7 +81,7 @@ describe('the serve process', function () {
     const code = await exited;
     const took = Date.now() - signalled;
     expect(code).to.equal(0);
-    expect(took).to.be.within(1400, 10_000);
+    expect(took).to.be.within(900, 10_000);
     expect(stalled.complete).to.equal(false);
     const messages = logs.map((l) => l.msg);
     expect(messages).to.include.members(['signal received', 'shutting down', 'grace period over: interrupting the remaining queries', 'stopped']);

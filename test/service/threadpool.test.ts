@@ -4,10 +4,11 @@
 // pages still find threads; the probe below is what would stall if they did not.
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
-import { get, type IncomingMessage } from 'node:http';
+import { get, type ClientRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { writeSample } from '../../src/sample/sample.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Slowest of `n` small file reads run at once: each needs a libuv thread. */
 async function fsProbeMs(path: string, n = 16): Promise<number> {
@@ -26,6 +27,7 @@ describe('the libuv threadpool with many stalled exports', function () {
   this.timeout(60_000);
   let h: Harness;
   const stalled: IncomingMessage[] = [];
+  const requests: ClientRequest[] = [];
   before(async () => {
     h = await startHarness({
       env: { QUERY_TIMEOUT_MS: String(DEADLINE_MS), POOL_MAX_WAIT_MS: '10000' },
@@ -33,7 +35,9 @@ describe('the libuv threadpool with many stalled exports', function () {
     });
   });
   after(async () => {
+    // The exports still queued too: left open, they would hold the shutdown for its whole grace period.
     for (const res of stalled) res.destroy();
+    for (const req of requests) req.destroy();
     await h?.close();
   });
 
@@ -42,15 +46,16 @@ describe('the libuv threadpool with many stalled exports', function () {
     await fs.writeFile(probeFile, 'x');
     const baseline = await fsProbeMs(probeFile);
 
-    await Promise.all(Array.from({ length: 8 }, () => new Promise<void>((resolve, reject) => {
-      get(`${h.url}/api/v2/organizations/acme-corp/explorer/export/csv?type=workspaces`, { headers: { Authorization: `Bearer ${h.tokens.org}` } }, (res) => {
+    const failed: Error[] = [];
+    for (let i = 0; i < 8; i++) {
+      requests.push(get(`${h.url}/api/v2/organizations/acme-corp/explorer/export/csv?type=workspaces`, { headers: { Authorization: `Bearer ${h.tokens.org}` } }, (res) => {
         res.pause();
         stalled.push(res);
-        resolve();
-      }).on('error', reject);
-      // Exports beyond the cap wait for a slot without answering: do not wait for their headers.
-      setTimeout(resolve, 1000);
-    })));
+      }).on('error', (e) => failed.push(e)));
+    }
+    // Exports beyond the cap wait for a slot without answering: wait for them in the queue, not for their headers.
+    await waitFor(() => failed.length > 0 || stalled.length + h.running.pool.queueSize === 8, 20_000, 'every export running or queued');
+    expect(failed.map((e) => e.message)).to.deep.equal([]);
     await new Promise((r) => setTimeout(r, 500)); // let the running COPYs fill their pipes and block
 
     const probes: number[] = [];
