@@ -1,6 +1,6 @@
 // A real service for tests: a temporary DATA_DIR, the small fixture loaded as a snapshot, tokens of every
 // kind, and the HTTP server listening on a loopback port. Nothing is mocked.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueToken } from '../../src/access/tokens.js';
@@ -45,20 +45,28 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   /** Write a different source instead of the small fixture. */
   writeSource?: (dir: string) => unknown;
+  /**
+   * Copy the small fixture's snapshot, loaded once by the test process, instead of loading it again (a load
+   * takes about a second): for suites that start many harnesses on the small fixture. Every harness still
+   * has a data directory of its own; only the snapshot's id is the same in each.
+   */
+  sharedSnapshot?: boolean;
   logger?: Logger;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'explorer-test-'));
   const source = join(dataDir, 'source');
-  await (opts.writeSource ?? writeSmallSource)(source);
+  if (opts.sharedSnapshot && opts.writeSource) throw new Error('sharedSnapshot is the small fixture: no writeSource with it');
+  if (opts.sharedSnapshot) cpSync(await smallSnapshot(), dataDir, { recursive: true });
+  else await (opts.writeSource ?? writeSmallSource)(source);
   const config = loadConfig({
     DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
     DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000',
     // Tests that are not about the rate limit must not trip it; rate-limit tests set their own.
     RATE_LIMIT_MAX: '1000000', ...opts.env,
   });
-  await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
+  if (!opts.sharedSnapshot) await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
   const store = await openStateStore(config);
   const make = async (kind: 'organization' | 'team' | 'user', organization: string | null, team: string | null, user: string | null) =>
     (await issueToken(store, { kind, organization, team, user })).token;
@@ -90,6 +98,22 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+let loaded: Promise<string> | undefined;
+
+/** A data directory with the small fixture loaded as a snapshot, once per process (removed when it exits). */
+function smallSnapshot(): Promise<string> {
+  if (!loaded) {
+    const dir = mkdtempSync(join(tmpdir(), 'explorer-test-snapshot-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    loaded = (async () => {
+      writeSmallSource(join(dir, 'source'));
+      await loadSnapshot(join(dir, 'source'), { dataDir: dir, memoryLimit: '1GB' });
+      return dir;
+    })();
+  }
+  return loaded;
 }
 
 /** Builds a query string the way real clients do: keys sorted, brackets, commas and colons percent-encoded, + for spaces. */

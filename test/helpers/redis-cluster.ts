@@ -38,6 +38,13 @@ export interface TestRedisCluster {
   resume(port: number): void;
   /** Resolves once every slot is served by a live primary again. */
   healthy(timeoutMs: number): Promise<void>;
+  /**
+   * Starts again every node that was killed (it comes back empty and rejoins as a replica of the node that
+   * took its slots), and resolves once the cluster is healthy and every primary has a replica linked.
+   */
+  revive(): Promise<void>;
+  /** CONFIG SET on every live node. */
+  configure(name: string, value: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,16 +58,20 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
     if (!ports.includes(p)) ports.push(p);
   }
   const nodes = new Map<number, ClusterNode>();
-  for (const port of ports) {
+  const start = (port: number) => {
     const home = join(dir, String(port));
-    mkdirSync(home);
+    mkdirSync(home, { recursive: true });
     const child = spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--dir', home, '--save', '', '--appendonly', 'no',
       '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
       '--cluster-require-full-coverage', 'no', '--daemonize', 'no', '--loglevel', 'warning',
+      // A replica's first sync starts at once: by default a primary waits five seconds for more replicas
+      // to share one transfer, and a primary here has only one.
+      '--repl-diskless-sync-delay', '0',
     ], { stdio: 'ignore' });
     nodes.set(port, { port, process: child });
-  }
+  };
+  for (const port of ports) start(port);
   const stopAll = () => { for (const n of nodes.values()) if (n.process.exitCode === null) n.process.kill('SIGKILL'); };
   try {
     for (const port of ports) await ping(port);
@@ -112,22 +123,38 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
         await new Promise((r) => setTimeout(r, 100));
       }
     },
+    async revive() {
+      const dead = ports.filter((p) => !live().includes(p));
+      for (const port of dead) start(port);
+      for (const port of dead) await ping(port);
+      await cluster.healthy(20_000);
+      await replicating(20_000);
+    },
+    async configure(name, value) {
+      for (const port of live()) {
+        const answer = (await cli(port, 'config', 'set', name, value)).trim();
+        if (answer !== 'OK') throw new Error(`CONFIG SET ${name} ${value} on ${port}: ${answer}`);
+      }
+    },
     async close() {
       stopAll();
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await cluster.healthy(20_000);
-  // Every replica linked to its primary, so that a write's WAIT finds one from the start.
-  const until = Date.now() + 20_000;
-  for (const port of ports) {
-    for (;;) {
-      const info = await cli(port, 'info', 'replication');
-      if (/role:master/.test(info) ? /connected_slaves:[1-9]/.test(info) : /master_link_status:up/.test(info)) break;
-      if (Date.now() > until) throw new Error(`redis ${port} not replicating:\n${info}`);
-      await new Promise((r) => setTimeout(r, 100));
+  /** Every replica linked to its primary, so that a write's WAIT finds one from the start. */
+  async function replicating(timeoutMs: number) {
+    const until = Date.now() + timeoutMs;
+    for (const port of live()) {
+      for (;;) {
+        const info = await cli(port, 'info', 'replication');
+        if (/role:master/.test(info) ? /connected_slaves:[1-9]/.test(info) : /master_link_status:up/.test(info)) break;
+        if (Date.now() > until) throw new Error(`redis ${port} not replicating:\n${info}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   }
+  await cluster.healthy(20_000);
+  await replicating(20_000);
   return cluster;
 }
 
