@@ -1,6 +1,6 @@
 // Query → SQL and bound parameters. Pure: no I/O, no database. Identifiers come only from the catalog
 // (Field.column, quoted); every client value is a `?` parameter, never spliced into the text.
-import { CSV_LINE_COLUMN, foldedColumn, INDEX_ROW_COLUMN, indexFields, ORGANIZATION_KEY_COLUMN, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
+import { CSV_LINE_COLUMN, foldedColumn, INDEX_ROW_COLUMN, indexFields, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, ROW_JSON_COLUMN, versionKeyColumn } from '../catalog/catalog.js';
 import { isNegative } from '../catalog/operators.js';
 import type { Field, View } from '../catalog/types.js';
 import { sortKeys, type BoundValue, type Condition, type Query, type SortKey } from './query.js';
@@ -93,6 +93,32 @@ export interface CompileTarget {
    * holding its rows in (organization key, value) order. Given only with `organizationKey`.
    */
   indexes?: readonly IndexTarget[];
+  /**
+   * An organization whose rows lie in layers over one that stores them in the default order
+   * (delta-layout.ts storedMerge). A page in that order reads the lowest layer's first rows, as an
+   * untouched organization's page does, and sorts them with the few rows of the layers over it: those
+   * first rows are as many as the page reaches plus every row of that layer the layers over it replace,
+   * so the rows left once the replaced ones are dropped still reach the page's end.
+   */
+  storedMerge?: StoredMerge;
+}
+
+export interface StoredMerge {
+  /** The lowest layer's table. */
+  stored: string;
+  /** The workspaces the layers over it replace, as a relation of one `id` column. */
+  replaced: string;
+  /** The standing rows of the layers over it. */
+  upper: string;
+  /** The column naming a row's workspace, quoted. */
+  column: string;
+  /** How many rows of the organization in the lowest layer the layers over it replace, when the snapshot records it. */
+  hiddenRows?: number;
+  /**
+   * Where the snapshot records them as a few runs of positions: those runs (first, last), which the scan of
+   * the lowest layer leaves out itself, as constants of ours (the snapshot's, never a client's).
+   */
+  hiddenRanges?: readonly (readonly [number, number])[];
 }
 
 export interface IndexTarget { column: string; relation: string }
@@ -376,6 +402,14 @@ function chooseIndex(query: Query, target: CompileTarget): { relation: string; s
   return undefined;
 }
 
+/** The test that leaves a layered organization's replaced rows out of its lowest layer, where their positions are known. */
+function unhiddenTest(merge: StoredMerge): string {
+  const ranges = merge.hiddenRanges ?? [];
+  const position = ident(POSITION_COLUMN);
+  // Positions are the snapshot's integers, never a client's: written out as constants.
+  return ranges.length === 0 ? '' : `\n  AND NOT (${ranges.map(([a, b]) => `${position} BETWEEN ${Math.trunc(a)} AND ${Math.trunc(b)}`).join(' OR ')})`;
+}
+
 /**
  * A query's page, count and export. `format` shapes the export. With `query.page.after` the page is a cursor
  * page (docs/data-out.md): the rows after that position by the sort's terms (keysetAfter), one more than the
@@ -417,7 +451,8 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
   const seek = position ? (seekParams.push(position), 'rowid > CAST(? AS BIGINT)')
     : after && after.length > 0 ? keysetAfter(terms, after.slice(0, terms.length), seekParams) : undefined;
   const select = `SELECT "_id", ${[...values, ...keys].join(', ')}`;
-  const small = !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
+  const merge = !after && defaultSorted && target.storedMerge !== undefined ? target.storedMerge : undefined;
+  const small = !merge && !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A window would count only the rows after a cursor: a cursor page counts apart.
   const windowCount = !after && storedOrder && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS;
@@ -426,14 +461,38 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
   // instead of two (docs/performance.md). Not a larger organization's page in stored order: beside a scalar
   // count subquery, DuckDB returned a rare value's rows out of stored order (a later vector's rows first),
   // so that page is a plain scan and its count a statement of its own (docs/performance.md, "Counting matches").
-  const pageCountsTotal = knownTotal === undefined && (small || windowCount || (!storedOrder && target.rowid !== undefined));
+  // A small layered organization whose replaced rows are runs of positions: its rows read whole (a filter
+  // on each layer, no join) and counted by a window, as an untouched one's are.
+  const mergeWindow = merge?.hiddenRanges !== undefined && knownTotal === undefined && target.organizationRows !== undefined && target.organizationRows <= WINDOW_COUNT_ROWS;
+  const pageCountsTotal = knownTotal === undefined && (merge ? mergeWindow : small || windowCount || (!storedOrder && target.rowid !== undefined));
   const total = (rows: string) => (pageCountsTotal ? `, (SELECT count(*) FROM ${rows}) AS "_total"` : '');
   const orderSql = `ORDER BY ${terms.map(termSql).join(', ')}`;
   const orderBy = storedOrder ? '' : `${orderSql}\n`;
   const andSeek = seek ? `\n  AND ${seek}` : '';
   let pageSql: string;
   let pageParams: SqlValue[] = [...params, ...seekParams, limit, offset];
-  if (small) {
+  if (merge && mergeWindow) {
+    // A small organization's rows of every layer read whole (each layer tested by a filter alone) and counted by a window.
+    const columns = rowJson ? readColumns(query).join(', ') : '*';
+    pageSql = `${select}, count(*) OVER () AS "_total"\nFROM (SELECT ${columns}\n  FROM ${merge.stored}\n  WHERE ${where}${unhiddenTest(merge)}\n  UNION ALL SELECT ${columns}\n  FROM ${merge.upper} u\n  WHERE ${where})\n${orderSql}\nLIMIT ? OFFSET ?`;
+    pageParams = [...params, ...params, limit, offset];
+  } else if (merge) {
+    // The lowest layer's first rows by a plain scan (it returns them in stored order, as the untouched
+    // organization's page relies on), limited before any replaced one is dropped by a join: no join stands
+    // between the scan and its LIMIT, whose order DuckDB would not promise to keep. Where the replaced rows'
+    // positions are known, the scan leaves them out itself and needs no more rows than the page reaches;
+    // else it reads as many more as there are replaced rows (counted here when the snapshot does not record
+    // them) and the join drops them after the LIMIT.
+    const columns = rowJson ? [...new Set([...readColumns(query), merge.column])].join(', ') : '*';
+    const known = merge.hiddenRanges !== undefined;
+    const extra: SqlValue[] = [];
+    const hidden = known ? '' : merge.hiddenRows !== undefined ? (extra.push(BigInt(merge.hiddenRows)), ' + ?')
+      : (extra.push(target.organizationKey ?? 0),
+      ` + (SELECT count(*) FROM ${merge.stored} h SEMI JOIN ${merge.replaced} r ON r.id = h.${merge.column} WHERE h.${ident(ORGANIZATION_KEY_COLUMN)} = CAST(? AS INTEGER))`);
+    const standing = known ? 'SELECT * FROM first_rows' : `SELECT f.* FROM first_rows f ANTI JOIN ${merge.replaced} r ON r.id = f.${merge.column}`;
+    pageSql = `WITH first_rows AS (SELECT ${columns}\nFROM ${merge.stored}\nWHERE ${where}${unhiddenTest(merge)}\nLIMIT ?${hidden})\n${select}\nFROM (${standing}\n  UNION ALL SELECT ${columns}\n  FROM ${merge.upper} u\n  WHERE ${where})\n${orderSql}\nLIMIT ? OFFSET ?`;
+    pageParams = [...params, offset + limit, ...extra, ...params, limit, offset];
+  } else if (small) {
     // MATERIALIZED keeps the optimizer from turning the small case back into the row-id fetch plan.
     pageSql = `WITH org_rows AS MATERIALIZED (SELECT ${rowJson ? readColumns(query).join(', ') : '*'}\n${from})\n${select}${total('org_rows')}\nFROM org_rows\n${seek ? `WHERE ${seek}\n` : ''}${orderBy}LIMIT ? OFFSET ?`;
   } else if (windowCount && pageCountsTotal) {
@@ -461,7 +520,10 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
     pageParams = pageCountsTotal ? [...params, ...outer, ...seekParams, limit, offset] : [...outer, ...pageParams];
   }
   return {
-    count: { sql: `SELECT count(*) AS n\n${matchFrom}`, params: [...params] },
+    // Where the replaced rows' positions are known, each layer counts its own rows, with no join.
+    count: merge?.hiddenRanges !== undefined
+      ? { sql: `SELECT (SELECT count(*) FROM ${merge.stored}\n  WHERE ${where}${unhiddenTest(merge)})\n  + (SELECT count(*) FROM ${merge.upper} u\n  WHERE ${where}) AS n`, params: [...params, ...params] }
+      : { sql: `SELECT count(*) AS n\n${matchFrom}`, params: [...params] },
     page: { sql: pageSql, params: pageParams },
     pageCountsTotal,
     ...(rowJson ? { valueIndexes: query.fields.map((f) => f.index) } : {}),

@@ -42,6 +42,7 @@
 // the base's position index and index tables), and replaces every base workspace of those organizations.
 import { VIEW_NAMES, workspaceColumn } from '../catalog/catalog.js';
 import { ident, sqlLiteral } from '../duckdb/sql.js';
+import type { Manifest } from './snapshot-dir.js';
 
 
 export const DELTA_FILE = 'delta.duckdb';
@@ -149,6 +150,27 @@ const standingRows = (layers: readonly string[], table: string, column: string, 
     : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
 
 /**
+ * The rows of `view` (rows per workspace) of organization `organizationKey` split the way a page in the
+ * view's default order reads them (compile.ts StoredMerge): the lowest layer's table, which stores each
+ * organization's rows in that order, the workspaces the layers over it replace (`replaced`, one `id` column),
+ * and the standing rows of the layers over it (`upper`). Needs a layer over the lowest.
+ */
+export function storedMerge(layers: readonly string[], view: string, organizationKey: number): { stored: string; replaced: string; upper: string; column: string } {
+  const column = workspaceColumn(view);
+  if (!column || layers.length < 2) throw new Error(`view ${view} has no rows per workspace, or no layer over the lowest`);
+  const key = Math.trunc(organizationKey);
+  return {
+    stored: `${layers[0]}.${ident(view)}`,
+    replaced: `(${layers.slice(1).map((l) => `SELECT id FROM ${l}.replaced_workspaces WHERE _org_key = ${key}`).join(' UNION ALL ')})`,
+    // One layer over the lowest: its table itself, whose columns a statement binds only as it reads them (a
+    // subquery's SELECT * binds all 54 of the workspaces', which every page statement pays again: DuckDB plans a
+    // statement with parameters anew at each execution).
+    upper: layers.length === 2 ? `${layers[1]}.${ident(view)}` : standingRows(layers.slice(1), ident(view), column, key),
+    column: ident(column),
+  };
+}
+
+/**
  * Every row of every layer of `view`, replaced ones included: what a page reads its rows from by their
  * positions, which are unique across the layers and name only standing rows when they come from
  * `mergedViewRows`. Without the anti joins, the largest organization's A page took 17.1 instead of 20.1 ms
@@ -171,6 +193,31 @@ export function mergedState(layers: readonly string[], kind: StateKind): string 
   if ((WHOLE_STATE as readonly string[]).includes(kind)) return `${layers[layers.length - 1]}.${table}`;
   const column = WORKSPACE_STATE[kind as keyof typeof WORKSPACE_STATE];
   return standingRows(layers, table, column);
+}
+
+/**
+ * The rows of an organization's lowest layer that the deltas over it replace, found by the batch that last
+ * touched it: how many of each view's (rows per workspace), and where there are at most HIDDEN_RANGES runs of
+ * them, the runs of their positions (first, last), which a page in the default order leaves out of its scan
+ * of that layer as constants, with no join (compile.ts StoredMerge). `lowest` names the layer's file: a
+ * compaction or an overlay that moves the organization's lowest rows elsewhere makes the figures another
+ * layer's, and a reader then counts the replaced rows itself.
+ */
+export interface HiddenRows {
+  lowest: string;
+  rows: Record<string, number>;
+  ranges: Record<string, [number, number][]> | null;
+}
+
+/** Runs of replaced positions an organization's page may leave out as constants (HiddenRows). */
+export const HIDDEN_RANGES = 256;
+
+/** The file of an organization's lowest layer: its overlay, else the whole layer if it holds it, else the base. */
+export function lowestFile(manifest: Pick<Manifest, 'overlays' | 'whole' | 'wholeOrganizations' | 'database'>, organization: string): string | undefined {
+  const overlay = manifest.overlays?.find((o) => o.organizations[organization] !== undefined);
+  if (overlay) return overlay.file;
+  if (manifest.whole && manifest.wholeOrganizations?.includes(organization)) return manifest.whole;
+  return manifest.database;
 }
 
 /** An overlay as the layers under the deltas read it: its alias and the organizations (name → key) it is the current copy of. */

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
+import type { HiddenRows } from './delta-layout.js';
 
 /** How many snapshots history keeps when SNAPSHOT_KEEP is not set, and the fewest it may keep. */
 export const DEFAULT_SNAPSHOT_KEEP = 30;
@@ -111,6 +112,11 @@ export interface Manifest {
    * copy of, by name with the key their rows carry. No organization is in two. Oldest first.
    */
   overlays?: OverlayEntry[];
+  /**
+   * For the organizations the deltas hold: the rows of each one's lowest layer that the deltas replace, by
+   * position (delta-layout.ts HiddenRows). Read only where the lowest layer is still the one named.
+   */
+  hidden?: Record<string, HiddenRows>;
   /** Batches applied since the base was loaded: the next one numbers its rows' positions after theirs. */
   sequence?: number;
   /** The change batches applied since the base, oldest first, the newest BATCHES_RECORDED of them. */

@@ -229,6 +229,24 @@ describe('compileQuery: SQL text', () => {
     expect(sql).to.include('\nFROM layers\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN (SELECT "_rowid" FROM matching');
     expect(sql).to.not.include('FROM merged\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN');
   });
+
+  it('reads a layered organization\'s page in the default order as the lowest layer\'s first rows, limited before the replaced ones go', () => {
+    const merge = { stored: 'low.res', replaced: '(SELECT id FROM up.replaced_workspaces WHERE _org_key = 7)', upper: '(SELECT * FROM up.res)', column: '"workspace_id"' };
+    const target = { relation: 'merged', fetchRelation: 'layers', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid: '"_pos"', rowJson: true, storedMerge: merge };
+    const raw = `type=resources&${filter(0, 'name', 'is', 'web')}&page[number]=3&page[size]=10`;
+    const compiled = compileQuery(query(raw), target);
+    const { sql, params } = compiled.page;
+    // The scan's LIMIT (the page's end plus the replaced rows of the organization) comes before any join.
+    expect(sql).to.match(/^WITH first_rows AS \(SELECT [^\n]*"workspace_id"[^\n]*\nFROM low\.res\nWHERE "_org_key" = CAST\(\? AS INTEGER\)\n  AND "name" = \?\nLIMIT \? \+ \(SELECT count\(\*\) FROM low\.res h SEMI JOIN /);
+    expect(sql).to.include('FROM first_rows f ANTI JOIN (SELECT id FROM up.replaced_workspaces WHERE _org_key = 7) r ON r.id = f."workspace_id"');
+    expect(sql).to.include('FROM (SELECT * FROM up.res) u\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?)');
+    expect(params).to.deep.equal([7, 'web', 30n, 7, 7, 'web', 10n, 20n]);
+    // Counted apart: a count beside the page's scan could change the order the scan returns its rows in.
+    expect(compiled.pageCountsTotal).to.equal(false);
+    // Another order, or a cursor page, reads the merged relation as before.
+    expect(compileQuery(query(`type=resources&sort=-source_updated_at`), target).page.sql).to.not.include('first_rows');
+    expect(compileQuery(query('type=resources&page[size]=10'), { ...target, storedMerge: undefined }).page.sql).to.not.include('first_rows');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------

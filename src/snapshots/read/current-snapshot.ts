@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { type CompileTarget } from '../../query/compile.js';
+import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { layeredRows, mergedViewRows } from '../delta-layout.js';
+import { layeredRows, lowestFile, mergedViewRows, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -276,7 +276,19 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
   return {
     ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
     fetchRelation: layeredRows(stack, view),
+    // The lowest layer (the base, or the file holding the organization whole) stores its rows in the default order.
+    ...(csvLines !== undefined ? { storedMerge: { ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view) } } : {}),
   };
+}
+
+/**
+ * What the manifest says of the rows the deltas replace in the organization's lowest layer (delta-layout.ts
+ * HiddenRows), where that layer is still the one they were found in.
+ */
+function hiddenOf(manifest: Manifest, organization: string, view: string): Pick<StoredMerge, 'hiddenRows' | 'hiddenRanges'> {
+  const h = manifest.hidden?.[organization];
+  if (!h || h.lowest !== lowestFile(manifest, organization) || h.rows[view] === undefined) return {};
+  return { hiddenRows: h.rows[view], ...(h.ranges?.[view] ? { hiddenRanges: h.ranges[view] } : {}) };
 }
 
 interface AcrossParts {

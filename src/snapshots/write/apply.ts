@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, MAJOR_FILE, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -177,6 +177,17 @@ export async function applyCoalesced(batchDirs: string[], arrivedAt: Date[], opt
 const COALESCED_DIR = 'coalesced-batch';
 
 /** What a writer applies: the batch directory built from, the batches it stands for, the snapshot's label. */
+/**
+ * What `manifest` records of the rows the deltas replace in each organization's lowest layer (delta-layout.ts
+ * HiddenRows): the batch's figures for the organizations it touched, the snapshot before's for the others the
+ * deltas still hold, each only while its lowest layer is the one it was found in.
+ */
+function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>): Record<string, HiddenRows> {
+  const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []]);
+  return Object.fromEntries(Object.entries({ ...before, ...found })
+    .filter(([org, h]) => held.has(org) && lowestFile(manifest, org) === h.lowest));
+}
+
 interface Chosen { dir: string; records: AppliedBatch[]; label: string; /** The batch directory the manifest names (the last one's). */ source: string }
 
 /**
@@ -302,6 +313,8 @@ async function applyLocked(
       changedOrganizations: delta.touched,
       sizes,
     };
+    const hidden = hiddenRowsOf(manifest, current.hidden, delta.hidden);
+    if (Object.keys(hidden).length > 0) manifest.hidden = hidden;
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));
     const newFiles = [fold ? MAJOR_FILE : DELTA_FILE, ...(Object.keys(delta.overlaid).length > 0 ? [overlayFile(sequence)] : [])];

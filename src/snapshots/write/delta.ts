@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart,
+  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -60,6 +60,8 @@ export interface DeltaResult {
   held: string[];
   /** The organizations the batch's overlay holds (name → key), written whole; none when it wrote no overlay. */
   overlaid: Record<string, number>;
+  /** For each organization the batch touched that the deltas hold: the rows of its lowest layer they replace. */
+  hidden: Record<string, HiddenRows>;
   /** The organizations this batch touched (upserted or deleted something of). */
   touched: string[];
   replacedWorkspaces: number;
@@ -93,6 +95,8 @@ interface Build {
   /** The layers under the deltas, read as one, and the overlays among them (build-steps.ts AttachedLayers). */
   under: string;
   overlays: OverlayPart[];
+  /** The older delta when the new one is a newer delta over it (no fold): its replaced workspaces stay replaced. */
+  kept: string | null;
 }
 
 /**
@@ -124,11 +128,13 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const counts = await sourceCounts(b, rows, touchedNames);
     const access = await accessAfter(b);
     const batch = await batchCounts(b);
+    const hidden = await findHidden(b, touchedNames, organizationKeys);
     const overlaid = await writeOverlay(b, touchedNames, organizationKeys, organizationRows);
     const held = heldAll.filter((o) => overlaid[o] === undefined);
+    for (const o of Object.keys(overlaid)) delete hidden[o];
     const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
     await checkpoint(b, Object.keys(overlaid).length > 0);
-    return { organizationKeys, organizationRows, rows, held, overlaid, touched: [...touchedNames].sort(), replacedWorkspaces, counts, access, batch };
+    return { organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), replacedWorkspaces, counts, access, batch };
   } finally {
     release();
     db.closeSync();
@@ -141,7 +147,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<{ prev: string | null; under: string; overlays: OverlayPart[] }> {
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<{ prev: string | null; under: string; overlays: OverlayPart[]; kept: string | null }> {
   const attached = await attachLayers(run, input.layers);
   await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
   // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
@@ -173,7 +179,7 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   }
   await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
     : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
-  return { prev, under: attached.under, overlays: attached.overlays };
+  return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major };
 }
 
 /**
@@ -451,6 +457,43 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
   await run(`DELETE FROM out.held_organizations WHERE name IN (${nameList(whole)})`);
   for (const kind of Object.keys(WORKSPACE_STATE)) await run(`DELETE FROM out.source_${kind} WHERE organization IN (${nameList(whole)})`);
   return { ...whole, ...carried };
+}
+
+/**
+ * The rows of each touched organization's lowest layer (the base, the whole layer or its overlay: the layers
+ * under the deltas) that the deltas replace once this batch is applied (delta-layout.ts HiddenRows): those
+ * of the workspaces the new delta replaces and, for a newer delta over an older one, the older one's, each
+ * looked up by the organization's key as a reader looks them up.
+ */
+async function findHidden({ input, run, all, under, kept }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
+  const orgs = touched.filter((o) => keys[o] !== undefined);
+  if (orgs.length === 0) return {};
+  // Keys from our manifest, never a client's: written out as constants, one organization's scan at a time,
+  // which the zone maps keep to its row groups.
+  const keyList = orgs.map((o) => Math.trunc(keys[o]!)).join(', ');
+  await run(`CREATE TEMP TABLE hidden_ws AS SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList})${
+    kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${keyList})` : ''}`);
+  const position = ident(POSITION_COLUMN);
+  const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {} }]));
+  const byKey = new Map(orgs.map((o) => [Math.trunc(keys[o]!), hidden[o]!]));
+  for (const view of VIEW_NAMES) {
+    const column = workspaceColumn(view);
+    if (!column) continue;
+    for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
+    const hits = [...byKey.keys()].map((k) => `SELECT _org_key, ${position} AS p FROM ${under}.${ident(view)}
+      WHERE _org_key = ${k} AND ${ident(column)} IN (SELECT id FROM hidden_ws WHERE _org_key = ${k})`).join('\n  UNION ALL ');
+    // Runs of consecutive positions: a position less its rank is the same along a run.
+    for (const [k, first, last, n] of await all(`SELECT _org_key, min(p), max(p), count(*) FROM (
+        SELECT _org_key, p, p - row_number() OVER (PARTITION BY _org_key ORDER BY p) AS run FROM (${hits}))
+      GROUP BY _org_key, run ORDER BY _org_key, min(p)`)) {
+      const h = byKey.get(Number(k))!;
+      h.rows[view] += Number(n);
+      if (h.ranges) h.ranges[view]!.push([Number(first), Number(last)]);
+      if (h.ranges && h.ranges[view]!.length > HIDDEN_RANGES) h.ranges = null;
+    }
+  }
+  await run('DROP TABLE hidden_ws');
+  return hidden;
 }
 
 /** What the new delta holds: what the deltas it replaces held, and what this batch touched. */
