@@ -243,6 +243,22 @@ describe('compileQuery: SQL text', () => {
     expect(params).to.deep.equal([7, 'web', 30n, 7, 7, 'web', 10n, 20n]);
     // Counted apart: a count beside the page's scan could change the order the scan returns its rows in.
     expect(compiled.pageCountsTotal).to.equal(false);
+    // The replaced rows' number recorded: the scan reads that many more, bound, and the join drops them.
+    const counted = compileQuery(query(raw), { ...target, storedMerge: { ...merge, hiddenRows: 12 } }).page;
+    expect(counted.sql).to.include('\nLIMIT ? + ?)\n').and.include('ANTI JOIN');
+    expect(counted.params).to.deep.equal([7, 'web', 30n, 12n, 7, 'web', 10n, 20n]);
+    // Their runs of positions recorded: the scan leaves them out itself, reads no more than the page reaches, joins nothing.
+    const ranged = compileQuery(query(raw), { ...target, storedMerge: { ...merge, hiddenRows: 12, hiddenRanges: [[100, 104], [230, 236]] } });
+    expect(ranged.page.sql).to.include('\n  AND NOT ("_pos" BETWEEN 100 AND 104 OR "_pos" BETWEEN 230 AND 236)\nLIMIT ?)\n').and.not.include('JOIN');
+    expect(ranged.page.params).to.deep.equal([7, 'web', 30n, 7, 'web', 10n, 20n]);
+    // and each layer counts its own matching rows, the same ranges left out.
+    expect(ranged.count.sql).to.equal('SELECT (SELECT count(*) FROM low.res\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?\n  AND NOT ("_pos" BETWEEN 100 AND 104 OR "_pos" BETWEEN 230 AND 236))\n'
+      + '  + (SELECT count(*) FROM (SELECT * FROM up.res) u\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?) AS n');
+    expect(ranged.count.params).to.deep.equal([7, 'web', 7, 'web']);
+    // A small organization's filtered page: every layer's rows read by filters alone and counted by a window.
+    const windowed = compileQuery(query(raw), { ...target, organizationRows: 800, storedMerge: { ...merge, hiddenRows: 12, hiddenRanges: [[100, 104]] } });
+    expect(windowed.pageCountsTotal).to.equal(true);
+    expect(windowed.page.sql).to.include('count(*) OVER () AS "_total"').and.not.include('JOIN').and.not.include('first_rows');
     // Another order, or a cursor page, reads the merged relation as before.
     expect(compileQuery(query(`type=resources&sort=-source_updated_at`), target).page.sql).to.not.include('first_rows');
     expect(compileQuery(query('type=resources&page[size]=10'), { ...target, storedMerge: undefined }).page.sql).to.not.include('first_rows');
