@@ -60,14 +60,19 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   if (opts.sharedSnapshot && opts.writeSource) throw new Error('sharedSnapshot is the small fixture: no writeSource with it');
   if (opts.sharedSnapshot) cpSync(await smallSnapshot(), dataDir, { recursive: true });
   else await (opts.writeSource ?? writeSmallSource)(source);
-  const config = loadConfig({
+  const env: Record<string, string> = {
     DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
     DUCKDB_MEMORY_LIMIT: '512MB', SHUTDOWN_GRACE_MS: '2000',
     // Tests that are not about the rate limit must not trip it; rate-limit tests set their own.
     RATE_LIMIT_MAX: '1000000', ...opts.env,
-  });
+  };
+  const config = loadConfig(env);
   if (!opts.sharedSnapshot) await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
-  const store = await openStateStore(config);
+  // The tokens are the test's setting up, not what it tests: they wait for a Redis replica as long as the
+  // default does, whatever shorter wait a test gives the server (a replica of a cluster just started can take
+  // longer than a few hundred milliseconds to confirm on a busy machine).
+  const { REDIS_WAIT_MS: _wait, ...setupEnv } = env;
+  const store = await openStateStore(loadConfig(setupEnv));
   const make = async (kind: 'organization' | 'team' | 'user', organization: string | null, team: string | null, user: string | null) =>
     (await issueToken(store, { kind, organization, team, user })).token;
   const tokens: Tokens = {

@@ -32,7 +32,10 @@ describe('history past its deadline', function () {
         if (res.status === 504) {
           expect((await json(res)).errors[0].title, path).to.equal('query timed out');
           timedOut = true;
-        } else await res.arrayBuffer();
+        } else {
+          // An export whose deadline came after its first bytes is cut off: no 504 can follow its 200. Another try.
+          await res.arrayBuffer().catch((e: Error) => { if (e.name !== 'TypeError' || !path.includes('/export/')) throw e; });
+        }
       }
       expect(timedOut, `${path}: past its deadline in one of 20 tries`).to.equal(true);
     }
