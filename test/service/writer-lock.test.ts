@@ -2,12 +2,12 @@
 // naming it, and takes over the lock of a writer that died.
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { readCurrentId, readManifest, snapshotsDir } from '../../src/snapshots/snapshot-dir.js';
-import { acquireWriterLock, WriterBusyError, writerLockPath } from '../../src/snapshots/writer-lock.js';
+import { acquireWriterLock, UNNAMED_LOCK_MS, WriterBusyError, writerLockPath } from '../../src/snapshots/writer-lock.js';
 import { writeSmallSource } from '../fixtures/small-source.js';
 import { cli } from '../helpers/cli.js';
 
@@ -70,6 +70,24 @@ describe('one writer per data directory', function () {
     await loadSnapshot(source, { dataDir, writerLock: { waitMs: 200 } }).catch((e) => { error = e; });
     expect(error).to.be.instanceOf(WriterBusyError);
     expect((error as Error).message).to.contain(`${hostname()}-elsewhere`);
+  });
+
+  it('takes over a lock that names no holder once it is older than a writer takes to write one, and leaves nothing beside it', async () => {
+    // What a writer killed between creating the lock and writing it used to leave: an empty lock, which no
+    // writer could judge and every one waited for.
+    mkdirSync(snapshotsDir(dataDir), { recursive: true });
+    writeFileSync(writerLockPath(dataDir), '');
+    let error: unknown;
+    await acquireWriterLock(dataDir, 'a test', { waitMs: 200 }).catch((e) => { error = e; });
+    expect(error, 'a fresh one is waited for').to.be.instanceOf(WriterBusyError);
+    const old = (Date.now() - UNNAMED_LOCK_MS - 1_000) / 1000;
+    utimesSync(writerLockPath(dataDir), old, old);
+    const release = await acquireWriterLock(dataDir, 'a test', { waitMs: 0 });
+    expect(JSON.parse(readFileSync(writerLockPath(dataDir), 'utf8'))).to.deep.include({ pid: process.pid, what: 'a test' });
+    // The lock is written whole under another name and linked into place: that name is gone once it is.
+    expect(readdirSync(snapshotsDir(dataDir))).to.deep.equal(['WRITER']);
+    await release();
+    expect(readdirSync(snapshotsDir(dataDir))).to.deep.equal([]);
   });
 
   it('makes `explorer load` wait as long as WRITER_WAIT_MS, then exit 1 naming the holder', async () => {
