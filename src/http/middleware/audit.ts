@@ -15,23 +15,31 @@ export const auditRequests = (log: AuditLog, logger: Logger, everyRequest = fals
   const token = ctx.state.token;
   if (!everyRequest && !(token && audited(token))) return next();
   const organization = (ctx as unknown as { params?: Record<string, string> }).params?.organization_name ?? null;
-  auditOnClose(log, logger, ctx, token, () => (everyRequest ? ctx.state.reached ?? 0 : organization));
-  await next();
+  let handled!: () => void;
+  const done = new Promise<void>((resolve) => { handled = resolve; });
+  auditOnClose(log, logger, ctx, token, () => (everyRequest ? ctx.state.reached ?? 0 : organization), done);
+  try {
+    await next();
+  } finally {
+    handled();
+  }
 };
 
 /**
- * Appends `ctx`'s line once its response is done; throws the 503 first while the log cannot be written.
- * `organizations` gives the line's `organizations`: the organization of the path, or across organizations
- * how many the answer read.
+ * Appends `ctx`'s line once its response is done and, with `handled`, its handler too; throws the 503 first
+ * while the log cannot be written. `organizations` gives the line's `organizations`: the organization of the
+ * path, or across organizations how many the answer read. An export's response can close before its handler
+ * has counted the bytes it sent: its line waits for the handler, else it said no bytes.
  */
-export function auditOnClose(log: AuditLog, logger: Logger, ctx: ParameterizedContext<RequestState>, token: TokenRecord | undefined, organizations: () => string | number | null): void {
+export function auditOnClose(log: AuditLog, logger: Logger, ctx: ParameterizedContext<RequestState>, token: TokenRecord | undefined,
+  organizations: () => string | number | null, handled: Promise<void> = Promise.resolve()): void {
   if (log.broken !== null) {
     throw new ApiError(503, 'service unavailable', 'The audit log cannot be written, and this request is served only when logged; retry later.',
       undefined, { 'Retry-After': '30' }, `audit log: ${log.broken}`);
   }
-  ctx.res.once('close', () => {
+  ctx.res.once('close', () => void handled.then(() => {
     const s = ctx.state;
-    log.append({
+    return log.append({
       time: new Date().toISOString(),
       token_id: token?.id ?? null,
       token_kind: token?.kind ?? null,
@@ -41,5 +49,5 @@ export function auditOnClose(log: AuditLog, logger: Logger, ctx: ParameterizedCo
       status: ctx.status,
       ...(s.query?.kind.endsWith('export') ? { bytes: s.query.bytes ?? null } : { rows: s.rows ?? null }),
     }).catch((e) => logger.log('error', 'audit log not written', { error: (e as Error).message, request_id: s.requestId }));
-  });
+  }));
 }
