@@ -176,7 +176,6 @@ export async function applyCoalesced(batchDirs: string[], arrivedAt: Date[], opt
 /** Where a coalesced batch is written, inside the new snapshot's temporary directory (removed before it is renamed). */
 const COALESCED_DIR = 'coalesced-batch';
 
-/** What a writer applies: the batch directory built from, the batches it stands for, the snapshot's label. */
 /**
  * What `manifest` records of the rows the deltas replace in each organization's lowest layer (delta-layout.ts
  * HiddenRows): the batch's figures for the organizations it touched, the snapshot before's for the others the
@@ -188,6 +187,7 @@ function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Rec
     .filter(([org, h]) => held.has(org) && lowestFile(manifest, org) === h.lowest));
 }
 
+/** What a writer applies: the batch directory built from, the batches it stands for, the snapshot's label. */
 interface Chosen { dir: string; records: AppliedBatch[]; label: string; /** The batch directory the manifest names (the last one's). */ source: string }
 
 /**
