@@ -1,6 +1,7 @@
 // One writer changes a DATA_DIR's snapshots at a time: a load's switch, pruning and compaction never
-// interleave with another load's, nor with a server's pruning. The lock is a file created exclusively (DATA_DIR/snapshots/WRITER) naming its
-// holder. A holder that died on this host is noticed by its pid and its lock taken over; another host's is
+// interleave with another load's, nor with a server's pruning. The lock is a file (DATA_DIR/snapshots/WRITER) naming
+// its holder, which appears whole or not at all (acquireWriterLock). A holder that died on this host is noticed
+// by its pid and its lock taken over; another host's is
 // never judged from here (a DATA_DIR shared over the network): remove its lock by hand once it is gone.
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
