@@ -77,7 +77,7 @@ export async function acquireWriterLock(dataDir: string, what: string, opts: Loc
   let told = false;
   // The lock is written whole under a name of this writer's own, then linked into place, which fails if a
   // lock is there: it appears with its holder named or not at all. Created in place and then written, a kill
-  // between the two left an empty lock that named no one, and every writer after it waited for good.
+  // between the two left an empty lock that named no one, and every writer after it waited its whole wait.
   const draft = `${path}.${HOST_TAG}.${process.pid}.${randomBytes(4).toString('hex')}`;
   await fs.writeFile(draft, JSON.stringify(me));
   try {

@@ -3,18 +3,12 @@
 // its rows, a team with its members), then upserts (an organization by name, a project by id, a workspace by
 // id with all its rows replaced by the batch's, a team by organization and name with its members replaced).
 // The suite's oracle for batches: what a full load of the resulting source must answer.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readRows as read, type Row } from './ndjson.js';
 
-type Row = Record<string, any>;
 const FILES = ['organizations', 'projects', 'workspaces', 'workspace_providers', 'workspace_modules', 'workspace_resources', 'teams', 'team_members'] as const;
 type File = (typeof FILES)[number];
-
-const read = (dir: string, file: string): Row[] => {
-  const path = join(dir, `${file}.ndjson`);
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Row);
-};
 
 /** Writes to `outDir` the source `sourceDir` becomes when `batchDir` is applied; throws on a rule of the batch format it breaks. */
 export function applyBatch(sourceDir: string, batchDir: string, outDir: string): void {

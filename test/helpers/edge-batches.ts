@@ -2,17 +2,9 @@
 // (plain NDJSON): a project renamed, an organization's id changed, a team deleted and one re-created with
 // other members, a project deleted with its workspaces, an organization deleted, a new organization with an
 // owners team, a member and a workspace with rows, and a workspace upserted unchanged.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
 
-type Row = Record<string, any>;
-const read = (dir: string, file: string): Row[] => {
-  const path = join(dir, `${file}.ndjson`);
-  return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Row) : [];
-};
-const write = (dir: string, file: string, rows: Row[]) => {
-  if (rows.length > 0) writeFileSync(join(dir, `${file}.ndjson`), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
-};
+import { readRows as read, type Row, writeRows as write } from './ndjson.js';
 
 /**
  * Writes to `outDir` a batch over the source in `sourceDir` touching every kind of record: `variant` (0, 1, …)

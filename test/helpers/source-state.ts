@@ -1,14 +1,8 @@
 // The batch validator's view of S over a small source directory, read whole: the suite's stand-in for a
 // snapshot's stored state.
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { SourceState } from '../../src/snapshots/write/batch-validator.js';
+import { readRows as read } from './ndjson.js';
 
-type Row = Record<string, any>;
-const read = (dir: string, file: string): Row[] => {
-  const path = join(dir, `${file}.ndjson`);
-  return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Row) : [];
-};
 const pick = <V>(all: Map<string, V>, keys: string[]) => new Map(keys.filter((k) => all.has(k)).map((k) => [k, all.get(k)!]));
 
 export function directoryState(dir: string): SourceState {

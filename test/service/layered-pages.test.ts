@@ -4,7 +4,7 @@
 // come first in that order, move one to the end and add one before all others, in a newer delta over an older
 // one: every page of every size, plain and filtered, must answer what a full load of the same source answers.
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogFor, workspaceColumn } from '../../src/catalog/catalog.js';
@@ -16,11 +16,9 @@ import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { clientQuery } from '../helpers/harness.js';
+import { readRows as read, type Row, writeRows as write } from '../helpers/ndjson.js';
 import { twinServers } from '../helpers/twin-servers.js';
 
-type Row = Record<string, any>;
-const read = (dir: string, file: string): Row[] => readFileSync(join(dir, `${file}.ndjson`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
-const write = (dir: string, file: string, rows: Row[]) => writeFileSync(join(dir, `${file}.ndjson`), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 const ROW_FILES = ['workspace_providers', 'workspace_modules', 'workspace_resources'];
 
 /**
