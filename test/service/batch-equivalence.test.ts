@@ -15,7 +15,7 @@ import { seededRandom } from '../../src/sample/random.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { type RunningServer } from '../../src/server.js';
-import { listSnapshotIds, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
+import { listSnapshotIds, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
@@ -144,6 +144,7 @@ describe('change batches answer as a full load of the resulting source', functio
         // merged every other batch: both layouts, an organization that outgrows its overlay, several overlays
         // and merged ones are compared.
         const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4 });
+        const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
         let manifest: Manifest;
         if (i === steps.length - 1) {
           // A compaction that runs while a batch applies: its whole layer goes under the batch's snapshot.
@@ -157,6 +158,10 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
+        // An organization the older delta held that the batch touched, now held by the newer delta alone.
+        if (manifest.majorId === before.majorId && before.majorOrganizations?.some((o) => !manifest.majorOrganizations?.includes(o) && manifest.deltaOrganizations?.includes(o))) {
+          forms.add('lifted into the newer delta');
+        }
         const overlaid = (manifest.overlays ?? []).flatMap((o) => Object.keys(o.organizations));
         if (overlaid.length > 0) forms.add('overlays');
         if (overlaid.some((o) => [...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []].includes(o))) forms.add('deltas over an overlay');
@@ -201,7 +206,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'lifted into the newer delta']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.

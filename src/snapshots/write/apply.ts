@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -51,6 +51,8 @@ export interface ApplyOptions {
   foldBatchWorkspaces?: number;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (WHOLE_ROWS). */
   wholeRows?: number;
+  /** A touched organization the older delta holds with at most this many rows moves whole into the newer delta (LIFT_ROWS). */
+  liftRows?: number;
   /** Overlays a snapshot keeps before a batch's overlay takes in the smaller ones (MAX_OVERLAYS). */
   maxOverlays?: number;
   memoryLimit?: string;
@@ -247,6 +249,7 @@ async function applyLocked(
       const built = await buildDelta({
         batchDir: dir, current, currentAccess: access, layers: paths, fold,
         overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
+        liftRows: opts.liftRows ?? LIFT_ROWS,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
         memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
       });
@@ -281,7 +284,8 @@ async function applyLocked(
       ...(fold
         ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
         : {
-          ...(current.major ? { major: current.major, majorId: current.majorId, majorOrganizations: current.majorOrganizations } : {}),
+          // The older delta's organizations less those the newer delta took over whole: each reads one delta.
+          ...(current.major ? { major: current.major, majorId: current.majorId, majorOrganizations: current.majorOrganizations?.filter((o) => !delta.lifted.includes(o)) } : {}),
           delta: DELTA_FILE, deltaOrganizations: delta.held, deltaWorkspaces: delta.replacedWorkspaces,
         }),
     };
