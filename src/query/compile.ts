@@ -406,8 +406,16 @@ function chooseIndex(query: Query, target: CompileTarget): { relation: string; s
 function unhiddenTest(merge: StoredMerge): string {
   const ranges = merge.hiddenRanges ?? [];
   const position = ident(POSITION_COLUMN);
-  // Positions are the snapshot's integers, never a client's: written out as constants.
-  return ranges.length === 0 ? '' : `\n  AND NOT (${ranges.map(([a, b]) => `${position} BETWEEN ${Math.trunc(a)} AND ${Math.trunc(b)}`).join(' OR ')})`;
+  // Positions are the snapshot's integers, never a client's: written out as constants. Single positions (a
+  // replaced workspace's one row) as one list, longer runs (its resources) each as a range: DuckDB plans a list
+  // once, while each range is an expression its optimizer visits at every execution (14 single positions:
+  // 0.15 ms over no test as a list, 0.7 ms as ranges; 409 positions in 12 runs: 1.0 ms as ranges, 3.5 ms as a list).
+  const singles = ranges.filter(([a, b]) => a === b).map(([a]) => Math.trunc(a));
+  const runs = ranges.filter(([a, b]) => a !== b).map(([a, b]) => `${position} BETWEEN ${Math.trunc(a)} AND ${Math.trunc(b)}`);
+  return [
+    ...(singles.length > 0 ? [`\n  AND ${position} NOT IN (${singles.join(', ')})`] : []),
+    ...(runs.length > 0 ? [`\n  AND NOT (${runs.join(' OR ')})`] : []),
+  ].join('');
 }
 
 /**

@@ -255,6 +255,10 @@ describe('compileQuery: SQL text', () => {
     expect(ranged.count.sql).to.equal('SELECT (SELECT count(*) FROM low.res\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?\n  AND NOT ("_pos" BETWEEN 100 AND 104 OR "_pos" BETWEEN 230 AND 236))\n'
       + '  + (SELECT count(*) FROM (SELECT * FROM up.res) u\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?) AS n');
     expect(ranged.count.params).to.deep.equal([7, 'web', 7, 'web']);
+    // Single positions (a replaced workspace's one row) are left out as one list, runs as ranges.
+    const singles = compileQuery(query(raw), { ...target, storedMerge: { ...merge, hiddenRows: 8, hiddenRanges: [[90, 90], [100, 104], [120, 120], [131, 131]] } });
+    expect(singles.page.sql).to.include('\n  AND "_pos" NOT IN (90, 120, 131)\n  AND NOT ("_pos" BETWEEN 100 AND 104)\nLIMIT ?)\n');
+    expect(singles.count.sql).to.include('\n  AND "_pos" NOT IN (90, 120, 131)\n  AND NOT ("_pos" BETWEEN 100 AND 104))\n');
     // A small organization's filtered page: every layer's rows read by filters alone and counted by a window.
     const windowed = compileQuery(query(raw), { ...target, organizationRows: 800, storedMerge: { ...merge, hiddenRows: 12, hiddenRanges: [[100, 104]] } });
     expect(windowed.pageCountsTotal).to.equal(true);
