@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-designs bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-at-rest bench-designs bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -131,6 +131,11 @@ bench-notify: build
 # (open loop, 60 % of capacity) and then a saturated one.
 bench-stream: build
 	node dist/bench/stream.js
+
+# The stream's batches applied in steps with the server idle, each kind of page measured alone after each
+# step: what layered organizations' pages cost as batches accumulate (bench/at-rest.ts).
+bench-at-rest: build
+	node dist/bench/at-rest.js
 
 # M1–M5 (docs/performance.md, "Steady stream: the measurements that choose the layout"): in-process, on the
 # bench snapshot's base, what a layout for a steady stream of batches would cost (bench/designs.ts).

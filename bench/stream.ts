@@ -33,10 +33,10 @@ import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFi
 import { join } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
-import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
+import { streamBatches } from './stream-batches.js';
 import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -83,33 +83,9 @@ interface LoadRun {
 
 async function main(): Promise<void> {
   const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
-  const small = orgs.filter((o) => o.workspaces <= 500);
-  // Three groups of small organizations that never overlap: the small batches', the untouched ones, and the
-  // large batches' (with the largest organization).
-  const streamed = small.slice(0, 50).map((o) => o.name);
-  const untouched = small.slice(50, 100).map((o) => o.name);
-  const largeOrgs = new Set([orgs[0]!.name, ...small.slice(100, 199).map((o) => o.name)]);
-  const total = MINUTES * 60_000 / EVERY_MS;
-  // Every tenth batch is a large one (the order below).
-  const largeCount = Math.floor(total / 10);
-  const smallCount = total - largeCount;
-  const batches = join(BENCH_DIR, 'batches', `stream-${total}`);
-  if (!existsSync(join(batches, '.complete'))) {
-    log(`writing ${total} stream batches from the bench source`);
-    rmSync(batches, { recursive: true, force: true });
-    await writeSampleChanges(SOURCE, join(batches, 'small'), { batches: smallCount, workspaces: 10, seed: 31, organizations: new Set(streamed) });
-    await writeSampleChanges(SOURCE, join(batches, 'large'), { batches: largeCount, workspaces: 1000, seed: 32, organizations: largeOrgs });
-    writeFileSync(join(batches, '.complete'), '');
-  }
-  // The order of arrival: every tenth batch a large one.
-  const order: { dir: string; size: 'small' | 'large'; name: string }[] = [];
-  for (let i = 0, s = 0, l = 0; i < total; i++) {
-    const large = i % 10 === 9;
-    const n = String(large ? ++l : ++s).padStart(4, '0');
-    order.push({ dir: join(batches, large ? 'large' : 'small', `batch-${n}`), size: large ? 'large' : 'small', name: `${String(i + 1).padStart(4, '0')}-${large ? 'large' : 'small'}-${n}` });
-  }
+  const { largest, streamed, untouched, order } = await streamBatches(BENCH_DIR, orgs, MINUTES * 60_000 / EVERY_MS, log);
   const runs: LoadRun[] = [];
-  for (const load of LOADS) runs.push(await streamUnder(load, { baseId, largest: orgs[0]!.name, streamed, untouched, order }));
+  for (const load of LOADS) runs.push(await streamUnder(load, { baseId, largest, streamed, untouched, order }));
   report(runs, order.length);
 }
 

@@ -7,7 +7,7 @@ import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
-import { TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
+import { LIFT_ROWS, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
 import { parseDuration } from './access/lifetimes.js';
 
 export interface Config {
@@ -83,6 +83,8 @@ export interface Config {
   tokenMaxTtlMs: number | null;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
   batchWholeRows: number;
+  /** A touched organization the older delta holds with at most this many rows moves whole into the newer delta (delta-layout.ts LIFT_ROWS); 0: never. */
+  batchLiftRows: number;
   /** Organizations of at most this many rows the follower tidies after each batch (0: never), and the rows of a unit. */
   ingestTidyRows: number;
   ingestTidyUnitRows: number;
@@ -195,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
     batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
+    batchLiftRows: int(env, 'BATCH_LIFT_ROWS', LIFT_ROWS, 0),
     ingestTidyRows: int(env, 'INGEST_TIDY_ROWS', TIDY_ROWS, 0),
     ingestTidyUnitRows: int(env, 'INGEST_TIDY_UNIT_ROWS', TIDY_UNIT_ROWS, 1),
     tokenMaxTtlMs: maxTtl(env),

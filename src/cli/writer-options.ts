@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 
 export const writerOptions = (config: Config) => ({
   dataDir: config.dataDir, keep: config.snapshotKeep, keepDays: config.snapshotKeepDays, memoryLimit: config.loadMemoryLimit,
-  wholeRows: config.batchWholeRows,
+  wholeRows: config.batchWholeRows, liftRows: config.batchLiftRows,
   writerLock: {
     waitMs: config.writerWaitMs,
     onWait: (holder: { what: string; pid: number; host: string } | null) =>

@@ -17,6 +17,12 @@
 //                           After a batch, the follower's tidying (write/tidy.ts) writes a unit of the small
 //                           organizations the deltas hold into `overlay-<n>-tidy.duckdb` and takes them off the
 //                           manifest's lists of the deltas' organizations: the deltas forget them unrewritten.
+// A batch that touches an organization of at most LIFT_ROWS rows that the older delta holds **lifts** it: the
+// newer delta takes in its rows there that still stand (in the batch's run) and replaces its workspaces the
+// older delta replaced, and the manifest no longer lists it as the older delta's. The older delta file is not
+// rewritten: what it still stores of the organization is replaced by the newer delta for every read that
+// goes by the files (the writers' merges), and the manifest's readers read the organization from the layer
+// under the deltas and the newer delta alone.
 // An overlay holds the same tables as the whole layer; every organization it is the current copy of replaces
 // that organization's rows below it whole (by organization key for views, by name for the source state).
 // Each delta is cumulative over the layers below it: a batch rewrites the newer delta only, so its cost

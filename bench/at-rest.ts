@@ -1,0 +1,100 @@
+// make bench-at-rest: what the steady stream's batches leave behind, with nothing running beside the pages.
+// The stream's batches (bench/stream-batches.ts) are applied in steps by `explorer apply` to a linked copy of
+// the bench snapshot, the server idle meanwhile; after each step, each kind of page runs alone as a closed
+// loop (8 connections for small organizations, 2 for the largest) and the server's CPU per answer is read from
+// /proc: the page's cost as batches accumulate, apart from what the follower takes while it applies them
+// (bench/stream.ts). Kinds: the largest organization's A page, and B pages of small organizations the batches
+// touch or not. The figure that matters is the ratio of touched to untouched within a step: the machine's
+// speed varies from hour to hour.
+// Environment: BENCH_DIR (default $DATA_DIR/bench), AT_REST_STEPS (12,12,24,24: batches applied before each
+// measure), AT_REST_SECONDS (15 per kind and step).
+import autocannon from 'autocannon';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { issueToken } from '../src/access/tokens.js';
+import { loadConfig } from '../src/config.js';
+import { openStateStore } from '../src/store/open-store.js';
+import { A_QUERY, benchSnapshot, CLI, linkedCopy, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
+import { streamBatches } from './stream-batches.js';
+
+const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
+const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
+const WORK = join(BENCH_DIR, 'at-rest');
+const STEPS = (process.env.AT_REST_STEPS ?? '12,12,24,24').split(',').map(Number);
+const SECONDS = Number(process.env.AT_REST_SECONDS ?? 15);
+const log = (m: string) => console.error(`[bench-at-rest] ${m}`);
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+/** CPU seconds of each thread of `pid`, by thread id. */
+function threadCpu(pid: number): Map<string, number> {
+  return new Map(readdirSync(`/proc/${pid}/task`).map((t) => {
+    const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return [t, (Number(f[11]) + Number(f[12])) / 100] as const;
+  }));
+}
+
+interface Measure { step: number; kind: string; rps: number; p50_ms: number; cpu_ms: number; main_ms: number; errors: number }
+
+async function main(): Promise<void> {
+  const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
+  const total = STEPS.reduce((a, b) => a + b, 0);
+  const { largest, streamed, untouched, order } = await streamBatches(BENCH_DIR, orgs, total, log);
+  linkedCopy(BENCH_DIR, WORK, baseId);
+  const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
+  const tokens = new Map<string, string>();
+  for (const name of [largest, ...streamed, ...untouched]) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
+  await store.close();
+  const server = await startServerProcess({ RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0', DATA_DIR: WORK });
+  const pid = server.child.pid!;
+  const page = (names: string[]) => () => {
+    const org = names[Math.floor(Math.random() * names.length)]!;
+    return { path: `/api/v2/organizations/${org}/explorer${smallFiltered()}`, headers: { Authorization: `Bearer ${tokens.get(org)}` } };
+  };
+  const kinds: [string, () => { path: string; headers: Record<string, string> }][] = [
+    ['untouched', page(untouched)],
+    ['touched', page(streamed)],
+    ['largest', () => ({ path: `/api/v2/organizations/${largest}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(largest)}` } })],
+  ];
+  const measures: Measure[] = [];
+  const measure = async (step: number, seconds: number) => {
+    for (const [kind, next] of kinds) {
+      const before = threadCpu(pid);
+      const r = await autocannon({ url: server.url, connections: kind === 'largest' ? 2 : 8, duration: seconds, requests: [{ setupRequest: (req: any) => ({ ...req, ...next() }) }] } as autocannon.Options);
+      const after = threadCpu(pid);
+      let all = 0;
+      for (const [t, cpu] of after) all += cpu - (before.get(t) ?? 0);
+      const main = (after.get(String(pid)) ?? 0) - (before.get(String(pid)) ?? 0);
+      const n = r.requests.total;
+      const m = { step, kind, rps: round(n / seconds, 1), p50_ms: r.latency.p50, cpu_ms: round(all / n * 1000), main_ms: round(main / n * 1000), errors: r.non2xx + r.errors };
+      if (seconds === SECONDS) measures.push(m);
+      log(`after ${step} batches, ${kind}: ${m.rps} req/s, p50 ${m.p50_ms} ms, server CPU ${m.cpu_ms} ms an answer (main thread ${m.main_ms}), ${m.errors} errors`);
+    }
+  };
+  try {
+    await measure(0, 5); // warm-up
+    await measure(0, SECONDS);
+    let applied = 0;
+    for (const step of STEPS) {
+      for (const b of order.slice(applied, applied + step)) execFileSync(process.execPath, [CLI, 'apply', b.dir], { env: { ...process.env, DATA_DIR: WORK }, stdio: 'ignore' });
+      applied += step;
+      await measure(applied, SECONDS);
+    }
+  } finally {
+    await stopServerProcess(server.child);
+  }
+  console.log('| batches applied | untouched ms CPU an answer | touched (× untouched) | largest (× on the base) |');
+  console.log('|---|---|---|---|');
+  const at = (step: number, kind: string) => measures.find((m) => m.step === step && m.kind === kind)!;
+  const largestBase = at(0, 'largest').cpu_ms;
+  const rows = [...new Set(measures.map((m) => m.step))].map((step) => {
+    const u = at(step, 'untouched'), t = at(step, 'touched'), l = at(step, 'largest');
+    console.log(`| ${step} | ${u.cpu_ms} | ${t.cpu_ms} (${round(t.cpu_ms / u.cpu_ms)}) | ${l.cpu_ms} (${round(l.cpu_ms / largestBase)}) |`);
+    return { step, touched_ratio: round(t.cpu_ms / u.cpu_ms), largest_ratio: round(l.cpu_ms / largestBase) };
+  });
+  const file = join(ROOT, 'bench', 'results', `at-rest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ steps: STEPS, seconds: SECONDS, measures, rows }, null, 2));
+  console.log(`\nwritten ${file}`);
+}
+
+await main();
