@@ -247,7 +247,7 @@ async function findReplaced({ run, count }: Build): Promise<boolean> {
  * join (docs/performance.md, "Layered organizations: one delta for a small organization": a count over both
  * deltas 3.7 ms, over one 2.1 ms). Only organizations of at most `liftRows` rows of workspaces and resources:
  * their rows in the older delta are few, and the newer delta copies what it holds at every batch. Makes
- * `lifted_orgs` (name) and `lifted_replaced` (organization, id); returns the organizations' keys.
+ * `lifted_replaced` (organization, id); returns the organizations' keys.
  */
 async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<string, number>> {
   const { current } = input;
@@ -261,11 +261,8 @@ async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<s
     const key = current.organizationKeys?.[o];
     if (bound > 0 && older.has(o) && !deleted.has(o) && key !== undefined && size(o) <= bound) lifted[o] = key;
   }
-  // Names from our manifest, never a client's: written out as a constant list.
-  const names = Object.keys(lifted).map(sqlLiteral).join(', ') || 'NULL';
-  await run(`CREATE TEMP TABLE lifted_orgs AS SELECT name FROM (SELECT unnest([${names}]::VARCHAR[]) AS name) WHERE name IS NOT NULL`);
   await run(kept && Object.keys(lifted).length > 0
-    ? `CREATE TEMP TABLE lifted_replaced AS SELECT organization, id FROM ${kept}.replaced_workspaces WHERE organization IN (${names})`
+    ? `CREATE TEMP TABLE lifted_replaced AS SELECT organization, id FROM ${kept}.replaced_workspaces WHERE organization IN (${liftedNames(lifted)})`
     : 'CREATE TEMP TABLE lifted_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
   return lifted;
 }
@@ -277,10 +274,13 @@ async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<s
  */
 function liftedRows({ kept, lifted }: Build, table: string, column: string, by: 'key' | 'name'): string | null {
   if (!kept || Object.keys(lifted).length === 0) return null;
-  const test = by === 'key' ? `_org_key IN (${Object.values(lifted).map((k) => Math.trunc(k)).join(', ')})` : 'organization IN (SELECT name FROM lifted_orgs)';
+  const test = by === 'key' ? `_org_key IN (${Object.values(lifted).map((k) => Math.trunc(k)).join(', ')})` : `organization IN (${liftedNames(lifted)})`;
   return `SELECT * FROM ${kept}.${table} WHERE ${test}
     AND ${column} NOT IN (SELECT id FROM cur_replaced) AND ${column} NOT IN (SELECT id FROM replaced_new)`;
 }
+
+/** Names and keys from our manifest, never a client's: written out as constant lists, which the scans test. */
+const liftedNames = (lifted: Record<string, number>) => Object.keys(lifted).map(sqlLiteral).join(', ');
 
 /** The source state of S′: the small kinds whole, the replaced workspaces' rows of the others. */
 async function writeSourceState(b: Build): Promise<void> {
