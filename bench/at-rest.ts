@@ -10,12 +10,12 @@
 // measure), AT_REST_SECONDS (15 per kind and step).
 import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
 import { openStateStore } from '../src/store/open-store.js';
-import { A_QUERY, benchSnapshot, CLI, linkedCopy, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, linkedCopy, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches } from './stream-batches.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -25,14 +25,6 @@ const STEPS = (process.env.AT_REST_STEPS ?? '12,12,24,24').split(',').map(Number
 const SECONDS = Number(process.env.AT_REST_SECONDS ?? 15);
 const log = (m: string) => console.error(`[bench-at-rest] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
-
-/** CPU seconds of each thread of `pid`, by thread id. */
-function threadCpu(pid: number): Map<string, number> {
-  return new Map(readdirSync(`/proc/${pid}/task`).map((t) => {
-    const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return [t, (Number(f[11]) + Number(f[12])) / 100] as const;
-  }));
-}
 
 interface Measure { step: number; kind: string; rps: number; p50_ms: number; cpu_ms: number; main_ms: number; errors: number }
 
@@ -59,12 +51,11 @@ async function main(): Promise<void> {
   const measures: Measure[] = [];
   const measure = async (step: number, seconds: number) => {
     for (const [kind, next] of kinds) {
-      const before = threadCpu(pid);
+      // The process's CPU, and its main thread's (the event loop's) within it.
+      const [allBefore, mainBefore] = [cpuSeconds(pid), cpuSeconds(pid, pid)];
       const r = await autocannon({ url: server.url, connections: kind === 'largest' ? 2 : 8, duration: seconds, requests: [{ setupRequest: (req: any) => ({ ...req, ...next() }) }] } as autocannon.Options);
-      const after = threadCpu(pid);
-      let all = 0;
-      for (const [t, cpu] of after) all += cpu - (before.get(t) ?? 0);
-      const main = (after.get(String(pid)) ?? 0) - (before.get(String(pid)) ?? 0);
+      const all = cpuSeconds(pid) - allBefore;
+      const main = cpuSeconds(pid, pid) - mainBefore;
       const n = r.requests.total;
       const m = { step, kind, rps: round(n / seconds, 1), p50_ms: r.latency.p50, cpu_ms: round(all / n * 1000), main_ms: round(main / n * 1000), errors: r.non2xx + r.errors };
       if (seconds === SECONDS) measures.push(m);

@@ -29,11 +29,10 @@
 // STREAM_BEFORE_SECONDS (120), STREAM_LOADS (fixed,saturated), STREAM_SHARE (0.6).
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
-import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { streamBatches } from './stream-batches.js';
