@@ -25,8 +25,9 @@
 // under the deltas and the newer delta alone.
 // An overlay holds the same tables as the whole layer; every organization it is the current copy of replaces
 // that organization's rows below it whole (by organization key for views, by name for the source state).
-// Each delta is cumulative over the layers below it: a batch rewrites the newer delta only, so its cost
-// follows what changed since the older one; once the newer delta holds enough workspaces or bytes, or the
+// Each delta is cumulative over the layers below it: a batch writes a new newer delta only, as a copy of the
+// current one's file changed in place (write/delta.ts attachStack), so its cost follows what it changes;
+// once the newer delta holds enough workspaces or bytes, or the
 // batch itself is large (apply.ts FOLD_WORKSPACES, FOLD_BYTES, FOLD_BATCH_WORKSPACES), a batch folds it into a
 // new older delta instead. A delta holds:
 //   replaced_workspaces                       every workspace whose rows below no longer stand: changed,

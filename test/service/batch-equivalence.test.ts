@@ -138,12 +138,13 @@ describe('change batches answer as a full load of the resulting source', functio
       const wholeRows = sizes[Math.floor(sizes.length / 2)]!;
       const forms = new Set<string>();
       for (const [i, step] of steps.entries()) {
-        // A small fold threshold: the newer delta folds into the older one every batch or two, so that both
-        // layers, and folds with and without an older delta, are compared.
+        // The first batch folds (into an older delta of its own), the third too (the newer delta into the older
+        // one), the others never: both layers, folds with and without an older delta, lifts, and newer deltas
+        // written over the current newer delta (changed in place) are compared.
         // Organizations up to the median size written whole into overlays, the others layered, and overlays
         // merged every other batch: both layouts, an organization that outgrows its overlay, several overlays
         // and merged ones are compared.
-        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: 15, foldBatchWorkspaces: 25, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4 });
+        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4 });
         const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
         let manifest: Manifest;
         if (i === steps.length - 1) {
@@ -158,6 +159,8 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
+        // A newer delta written over the current one: a copy of its file, changed in place (delta.ts attachStack).
+        if (manifest.majorId !== manifest.id && before.delta && !manifest.compacted && manifest.base === before.base && before.sequence !== undefined) forms.add('newer delta changed in place');
         // An organization the older delta held that the batch touched, now held by the newer delta alone.
         if (manifest.majorId === before.majorId && before.majorOrganizations?.some((o) => !manifest.majorOrganizations?.includes(o) && manifest.deltaOrganizations?.includes(o))) {
           forms.add('lifted into the newer delta');
@@ -206,7 +209,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'lifted into the newer delta']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'lifted into the newer delta', 'newer delta changed in place']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.

@@ -60,9 +60,9 @@ export interface ApplyOptions {
 }
 
 /**
- * Workspaces the newer delta replaces before the next batch folds it into the older delta. A batch rewrites
- * the newer delta whole, so this bounds what every batch copies; a fold copies the older delta too, once
- * per this many changed workspaces.
+ * Workspaces the newer delta replaces before the next batch folds it into the older delta: this bounds the
+ * newer delta every batch copies (as a file) and reads; a fold copies the older delta too, once per this many
+ * changed workspaces.
  */
 export const FOLD_WORKSPACES = 5_000;
 
@@ -78,7 +78,7 @@ export const FOLD_BATCH_WORKSPACES = 500;
 
 /**
  * A newer delta this large is folded by the next batch whatever it replaces (an organization's deletion
- * replaces all its workspaces through one line): each batch copies it.
+ * replaces all its workspaces through one line): each batch copies its file, and every touched page reads it.
  */
 export const FOLD_BYTES = 64 * 2 ** 20;
 
