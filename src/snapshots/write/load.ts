@@ -7,7 +7,7 @@ import { interruptible } from '../../duckdb/interruptible.js';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { sourceFiles, type SourceFile, type ValidationResult } from './source-validator.js';
 import { validateInWorker } from './validate-in-worker.js';
-import { sourceStateStatements, stagingStatements } from './staging.js';
+import { sourceStateIndexes, sourceStateStatements, stagingStatements } from './staging.js';
 import { parquetCopy, viewStatements } from './view-files.js';
 import { compactSnapshots } from './compact.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
@@ -276,6 +276,7 @@ async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views:
       await step(`writing ${file}`, parquetCopy(`snapshot_out."${view}"`, join(dir, file)));
     }
     for (const sql of sourceStateStatements(files, 'snapshot_out')) await step('storing the source state', sql);
+    for (const sql of sourceStateIndexes('snapshot_out')) await step('indexing the source state', sql);
     const keys = await db.runAndReadAll('SELECT name, k FROM org_keys');
     const organizationKeys = Object.fromEntries(keys.getRows().map(([org, k]) => [org as string, Number(k)]));
     await db.run('CHECKPOINT snapshot_out');
