@@ -7,7 +7,7 @@ import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
-import { LIFT_ROWS, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
+import { COALESCE_MAX_MS, LIFT_ROWS, TIDY_CPU, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
 import { parseDuration } from './access/lifetimes.js';
 
 export interface Config {
@@ -88,6 +88,10 @@ export interface Config {
   /** Organizations of at most this many rows the follower tidies after each batch (0: never), and the rows of a unit. */
   ingestTidyRows: number;
   ingestTidyUnitRows: number;
+  /** The share of a core the follower's tidying spends on average. */
+  ingestTidyCpu: number;
+  /** The longest a lone batch waits for company while organizations are in debt (tidying on). */
+  ingestCoalesceMaxMs: number;
   /** Of those, the newest this many keep their serving layout; older ones are compacted. */
   snapshotKeepFull: number;
   /** libuv's threads (UV_THREADPOOL_SIZE, node's default 4): every running DuckDB call holds one. */
@@ -200,6 +204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     batchLiftRows: int(env, 'BATCH_LIFT_ROWS', LIFT_ROWS, 0),
     ingestTidyRows: int(env, 'INGEST_TIDY_ROWS', TIDY_ROWS, 0),
     ingestTidyUnitRows: int(env, 'INGEST_TIDY_UNIT_ROWS', TIDY_UNIT_ROWS, 1),
+    ingestTidyCpu: decimal(env, 'INGEST_TIDY_CPU', TIDY_CPU),
+    ingestCoalesceMaxMs: Math.round(decimal(env, 'INGEST_COALESCE_MAX_SECONDS', COALESCE_MAX_MS / 1000) * 1000),
     tokenMaxTtlMs: maxTtl(env),
     auditLog: env.AUDIT_LOG === '-' ? '-' : resolve(env.AUDIT_LOG || join(resolve(env.DATA_DIR || './data'), 'audit.log')),
     snapshotKeepFull: int(env, 'SNAPSHOT_KEEP_FULL', DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP_FULL),

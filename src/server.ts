@@ -15,6 +15,7 @@ import { QueryPool } from './pool/query-pool.js';
 import { SnapshotRegistry } from './snapshots/read/current-snapshot.js';
 import { openStateStore } from './store/open-store.js';
 import { connectRedis, whenReady } from './redis.js';
+import { OrganizationReads } from './metrics/organization-reads.js';
 
 /** How long a starting server waits for its Redis connection before it listens anyway. */
 const REDIS_START_WAIT_MS = 3000;
@@ -57,7 +58,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let draining = false;
   const audit = await openAuditLog(config.auditLog);
   if (audit.broken !== null) logger.log('error', 'the audit log cannot be written: auditor tokens are answered 503', { error: audit.broken });
-  const app = createApp({ config, logger, snapshots, pool, store, audit, redis, isDraining: () => draining });
+  const reads = new OrganizationReads(config.dataDir, undefined, (e) => logger.log('warn', 'organization reads not written', { error: e.message }));
+  reads.start();
+  const app = createApp({ config, logger, snapshots, pool, store, audit, redis, reads, isDraining: () => draining });
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app.callback());
   // Requests Node rejects before Koa sees them (oversized or malformed headers) still get a JSON:API body.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -94,6 +97,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await snapshots.close(); // its links, once no worker reads them
     await store.close();
     await audit.close();
+    await reads.close();
     await redis?.close();
     logger.log('info', 'stopped');
   })());

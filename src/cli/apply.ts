@@ -67,6 +67,8 @@ export async function ingest(argv: string[]): Promise<number> {
     compactBytes: config.ingestCompactBytes,
     tidyRows: config.ingestTidyRows,
     tidyUnitRows: config.ingestTidyUnitRows,
+    tidyCpu: config.ingestTidyCpu,
+    coalesceMaxMs: config.ingestCoalesceMaxMs,
     signal: stop.signal,
     log: (level, message, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })),
   });

@@ -28,6 +28,7 @@ import { notificationConfigurationRoutes } from './routes/notification-configura
 import { savedViewRoutes } from './routes/saved-views.js';
 import { explorerSummaryRoutes, savedSummaryRoutes } from './routes/summary.js';
 import type { RequestState } from './state.js';
+import type { OrganizationReads } from '../metrics/organization-reads.js';
 
 export interface Services {
   config: Config;
@@ -38,6 +39,8 @@ export interface Services {
   /** Where the requests of auditor tokens are accounted for (AUDIT_LOG). */
   audit: AuditLog;
   redis?: RedisConnection;
+  /** Which organizations this server reads (for the follower's tidying); none in a test that does not ask. */
+  reads?: OrganizationReads;
   isDraining: () => boolean;
 }
 
@@ -63,7 +66,7 @@ export function createApp(services: Services): Koa<RequestState> {
     auditRequests(services.audit, services.logger),
     limit,
     requireToken(),
-    authorizeOrganization(services.snapshots),
+    authorizeOrganization(services.snapshots, services.reads),
     refuseWritesOfReaders(),
   );
   explorerRoutes(organization, { ...services, cache });

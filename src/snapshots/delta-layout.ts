@@ -94,6 +94,16 @@ export const LIFT_ROWS = 20_000;
  */
 export const TIDY_ROWS = 0;
 export const TIDY_UNIT_ROWS = 50_000;
+/**
+ * The share of a core tidying spends on average (INGEST_TIDY_CPU; write/cpu-budget.ts): a unit starts only
+ * while the follower's budget has CPU-seconds left, and its cost is charged to it once done.
+ */
+export const TIDY_CPU = 0.1;
+/**
+ * The longest a lone batch waits for others to share its snapshot while more organizations are in debt than
+ * tidying keeps up with (INGEST_COALESCE_MAX_SECONDS; write/ingest.ts coalesceDelayMs).
+ */
+export const COALESCE_MAX_MS = 5_000;
 
 /**
  * Overlays a snapshot keeps. A batch that finds this many makes its own overlay take in the organizations of

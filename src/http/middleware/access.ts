@@ -10,6 +10,7 @@ import { StoreUnavailableError, type TokenStore } from '../../store/state-store.
 import type { RequestState } from '../state.js';
 import type { AuditLog } from '../../audit/audit-log.js';
 import type { Logger } from '../../log.js';
+import type { OrganizationReads } from '../../metrics/organization-reads.js';
 import { auditOnClose } from './audit.js';
 
 /** Finds the caller's token, if any (an expired one is none: `maxTtlMs` is TOKEN_MAX_TTL); sets the rate-limit context either way. */
@@ -35,13 +36,15 @@ export const requireToken = (): Middleware<RequestState> => async (ctx, next) =>
   await next();
 };
 
-export const authorizeOrganization = (snapshots: SnapshotRegistry): Middleware<RequestState> => async (ctx, next) => {
+/** `reads` counts each organization a request is authorized for (organization-reads.ts: the follower tidies the most-read first). */
+export const authorizeOrganization = (snapshots: SnapshotRegistry, reads?: OrganizationReads): Middleware<RequestState> => async (ctx, next) => {
   const organization = (ctx as unknown as { params: Record<string, string> }).params.organization_name!;
   const lease = snapshots.acquire();
   if (!lease) throw noSnapshot();
   ctx.state.lease = lease; // released by the request log when the response is done
   if (!mayExplore(ctx.state.token!, organization, lease.snapshot)) throw notFound();
   ctx.state.organization = organization;
+  reads?.record(organization);
   ctx.set('X-Explorer-Snapshot', lease.snapshot.id);
   await next();
 };

@@ -6,12 +6,14 @@
 import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { readCurrentId, readManifest, recordRejectedBatch } from '../snapshot-dir.js';
+import { readCurrentId, readManifest, recordRejectedBatch, type Manifest } from '../snapshot-dir.js';
 import { WriterBusyError } from '../writer-lock.js';
 import { applyBatch, applyCoalesced, batchDigest, BatchRejectedError, COALESCED_BATCHES, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
 import { compactLayers } from './whole-layer.js';
-import { tidyUnit } from './tidy.js';
-import { TIDY_UNIT_ROWS } from '../delta-layout.js';
+import { tidyCandidates, tidyUnit } from './tidy.js';
+import { CpuBudget } from './cpu-budget.js';
+import { readScores } from '../../metrics/organization-reads.js';
+import { COALESCE_MAX_MS, TIDY_CPU, TIDY_UNIT_ROWS } from '../delta-layout.js';
 
 export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
   /** Stops the follower after the batch it is applying, if any. */
@@ -31,12 +33,37 @@ export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' 
    */
   compactBytes?: number;
   /**
-   * After each batch (or batches applied together), one unit of the small organizations the deltas hold is
-   * written whole into an overlay (tidy.ts): organizations of at most this many rows of workspaces and
-   * resources, `tidyUnitRows` rows a unit. 0 or absent: never.
+   * Units of the small organizations the deltas hold are written whole into an overlay (tidy.ts), the
+   * most-read first: organizations of at most this many rows of workspaces and resources, `tidyUnitRows` rows
+   * a unit, after batches and while none come, within `tidyCpu` of a core on average (TIDY_CPU). 0 or absent:
+   * never.
    */
   tidyRows?: number;
   tidyUnitRows?: number;
+  tidyCpu?: number;
+  /**
+   * The longest a lone batch waits for others to share its snapshot when more organizations are in debt than
+   * tidying keeps up with (coalesceDelayMs; COALESCE_MAX_MS). Only with tidying on.
+   */
+  coalesceMaxMs?: number;
+  /** Organizations in debt a lone batch lets be before it waits (DEBT_ORGANIZATIONS). */
+  debtOrganizations?: number;
+}
+
+/** The CPU-seconds tidying may save up for a burst (CpuBudget). */
+export const TIDY_BURST_SECONDS = 10;
+/** Organizations in debt (tidyCandidates) the follower lets be before a lone batch waits for company. */
+export const DEBT_ORGANIZATIONS = 100;
+
+/**
+ * How long a lone batch waits for others before it is applied, by how many organizations are in debt
+ * (`debt`, tidyCandidates): none up to `grace`, then growing with the excess up to `maxMs` at twice `grace`.
+ * A graded delay, never a stall: batches that arrive meanwhile share one snapshot (coalesce.ts), which costs
+ * the follower one build instead of several and leaves the CPU to the pages and to tidying.
+ */
+export function coalesceDelayMs(debt: number, grace = DEBT_ORGANIZATIONS, maxMs = COALESCE_MAX_MS): number {
+  if (debt <= grace || maxMs <= 0) return 0;
+  return Math.min(maxMs, Math.round((maxMs * (debt - grace)) / Math.max(1, grace)));
 }
 
 export const SPOOL_DIRS = ['incoming', 'done', 'rejected'] as const;
@@ -64,6 +91,11 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   let compacted = false;
   // The compaction running beside the batches, if any: batches never wait for it (whole-layer.ts rebases it).
   let compaction: Promise<void> | undefined;
+  const budget = new CpuBudget(opts.tidyCpu ?? TIDY_CPU, TIDY_BURST_SECONDS, Date.now());
+  const pause = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => { clearTimeout(timer); resolve(); };
+  }).finally(() => { wake = undefined; });
   const compact = (why: 'idle' | 'deltas', threads: number | undefined) => {
     compacted = true;
     compaction = compactInBackground(opts, why, threads).finally(() => { compaction = undefined; nudge(); });
@@ -73,6 +105,15 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       const waiting = (await fs.readdir(incoming, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
       let stalled = false;
       for (let i = 0; i < waiting.length && !opts.signal.aborted;) {
+        // A lone batch, with more organizations in debt than tidying keeps up with: it waits a little for
+        // others to share its snapshot (coalesceDelayMs), then the list is read again.
+        if (waiting.length - i === 1 && opts.tidyRows) {
+          const hold = await holdMs(spool, waiting[i]!, opts);
+          if (hold > 0) {
+            await pause(Math.min(hold, opts.pollMs ?? 1000));
+            break;
+          }
+        }
         // Several waiting: as many as can share one snapshot are applied as one (coalesce.ts), so that a
         // follower that fell behind catches up in one build instead of one per batch.
         const together = waiting.length - i > 1 ? await ingestCoalesced(spool, waiting.slice(i), opts) : 0;
@@ -87,9 +128,10 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       if (!compaction && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
         compact('deltas', Math.max(1, (opts.threads ?? 2) - 1));
       }
-      // Tidying costs the unit, not what the stream touched, so it runs after every batch instead of waiting for
-      // idle time; not beside a compaction, which holds the deltas' organizations as they were when it began.
-      if (waiting.length > 0 && !stalled && !compaction && opts.tidyRows) await tidy(opts);
+      // Tidying costs the unit, not what the stream touched, so it runs between batches as well as while none
+      // come, within its share of a core; not beside a compaction, which holds the deltas' organizations as they
+      // were when it began.
+      if (!stalled && !compaction && opts.tidyRows) await tidy(opts, budget);
       if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
       const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
       if (!compaction && !stalled && !compacted && compactIn <= 0) {
@@ -110,15 +152,47 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   }
 }
 
-/** One tidying unit (tidy.ts), logged; never rejects: a unit that failed leaves the snapshot as it was. */
-async function tidy(opts: IngestOptions): Promise<void> {
+/** The current snapshot's manifest, or null when there is none (or it cannot be read right now). */
+async function currentManifest(dataDir: string): Promise<Manifest | null> {
+  const id = await readCurrentId(dataDir);
+  return id === null ? null : readManifest(dataDir, id).catch(() => null);
+}
+
+/** How much longer the lone batch `name` waits for company (coalesceDelayMs, from its arrival); 0: apply it now. */
+async function holdMs(spool: string, name: string, opts: IngestOptions): Promise<number> {
+  const m = await currentManifest(opts.dataDir);
+  const stat = await fs.stat(join(spool, 'incoming', name)).catch(() => null);
+  if (!m || !stat) return 0;
+  const delay = coalesceDelayMs(tidyCandidates(m, opts.tidyRows!).length, opts.debtOrganizations ?? DEBT_ORGANIZATIONS, opts.coalesceMaxMs ?? COALESCE_MAX_MS);
+  return Math.max(0, stat.ctimeMs + delay - Date.now());
+}
+
+/**
+ * One tidying unit (tidy.ts) when the budget allows and an organization is in debt, the most-read first
+ * (organization-reads.ts), its CPU charged to the budget; logged. Never rejects: a unit that failed leaves the
+ * snapshot as it was.
+ */
+async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
+  if (budget.available(Date.now()) <= 0) return;
   try {
-    const done = await tidyUnit(opts.dataDir, {
-      maxRows: opts.tidyRows!, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock,
-    });
+    const m = await currentManifest(opts.dataDir);
+    if (!m || tidyCandidates(m, opts.tidyRows!).length === 0) return;
+    const reads = await readScores(opts.dataDir);
+    const before = process.cpuUsage();
+    let done;
+    try {
+      done = await tidyUnit(opts.dataDir, {
+        maxRows: opts.tidyRows!, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, reads, memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock,
+      });
+    } finally {
+      // The follower's process does nothing else meanwhile (no batch, no compaction): its CPU is the unit's.
+      const used = process.cpuUsage(before);
+      budget.spend((used.user + used.system) / 1e6, Date.now());
+    }
     if (done) {
       opts.log('info', 'organizations tidied', {
         snapshot: done.id, organizations: done.organizations.length, carried: done.carried.length, rows: done.rows, seconds: round(done.seconds),
+        most_read: done.organizations.filter((o) => (reads[o] ?? 0) > 0).length,
       });
     }
   } catch (e) {

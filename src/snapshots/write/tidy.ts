@@ -29,8 +29,10 @@ import { writeWholeViews } from './whole-views.js';
 export interface TidyOptions {
   /** An organization the deltas hold is tidied when it has at most this many rows of workspaces and resources. */
   maxRows: number;
-  /** A unit takes organizations, smallest first, until they hold this many rows (one at least). */
+  /** A unit takes organizations in tidyCandidates' order until they hold this many rows (one at least). */
   unitRows: number;
+  /** How much each organization is read (organization-reads.ts readScores): the most-read are tidied first. */
+  reads?: Readonly<Record<string, number>>;
   /** Overlays the snapshot keeps before a unit takes in the smaller half of them (MAX_OVERLAYS). */
   maxOverlays?: number;
   memoryLimit?: string;
@@ -48,13 +50,19 @@ export interface TidyResult {
   seconds: number;
 }
 
-/** The organizations the current snapshot's deltas hold that a unit may take: small enough, not deleted, smallest first. */
-export function tidyCandidates(m: Manifest, maxRows: number): { name: string; rows: number }[] {
+/**
+ * The organizations the current snapshot's deltas hold that a unit may take (small enough, not deleted), with
+ * their debt: how many deltas a read of each merges over its lowest layer (one or two). Each such organization
+ * is in debt, since its pages read a delta and hide rows of the layer under it; a unit pays the debt of the
+ * ones read most first (`reads`), then of those with more deltas, then of the smallest (cheapest to write).
+ */
+export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}): { name: string; rows: number; deltas: number; reads: number }[] {
   const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
-  const held = new Set([...(m.major ? m.majorOrganizations ?? [] : []), ...(m.delta ? m.deltaOrganizations ?? [] : [])]);
-  return [...held].filter((o) => m.organizationKeys?.[o] !== undefined && size(o) <= maxRows)
-    .map((name) => ({ name, rows: size(name) }))
-    .sort((a, b) => a.rows - b.rows || (a.name < b.name ? -1 : 1));
+  const major = new Set(m.major ? m.majorOrganizations ?? [] : []);
+  const minor = new Set(m.delta ? m.deltaOrganizations ?? [] : []);
+  return [...new Set([...major, ...minor])].filter((o) => m.organizationKeys?.[o] !== undefined && size(o) <= maxRows)
+    .map((name) => ({ name, rows: size(name), deltas: (major.has(name) ? 1 : 0) + (minor.has(name) ? 1 : 0), reads: reads[name] ?? 0 }))
+    .sort((a, b) => b.reads - a.reads || b.deltas - a.deltas || a.rows - b.rows || (a.name < b.name ? -1 : 1));
 }
 
 /**
@@ -82,7 +90,7 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
     const file = tidyFile(sequence);
     // One unit a snapshot: the overlay is named, and numbers its rows, by the batch that made the snapshot.
     if ((current.overlays ?? []).some((o) => o.file === file)) return null;
-    const candidates = tidyCandidates(current, opts.maxRows);
+    const candidates = tidyCandidates(current, opts.maxRows, opts.reads);
     if (candidates.length === 0) return null;
     const chosen: string[] = [];
     let rows = 0;
