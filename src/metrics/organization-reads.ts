@@ -9,6 +9,7 @@
 // READS_STALE_MS belongs to a server that is gone and counts for nothing. No Redis: the servers and the
 // follower share the data directory already, and a few KB every ten seconds is nothing to it.
 import { promises as fs } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,7 +38,8 @@ export class OrganizationReads {
   private timer: NodeJS.Timeout | undefined;
   private readonly path: string;
 
-  constructor(private readonly dataDir: string, name = `${hostname()}-${process.pid}`, private readonly onError: (e: Error) => void = () => undefined) {
+  // Host, pid and a random part: two servers of one process (tests, a restart with the same pid) never share a file.
+  constructor(private readonly dataDir: string, name = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`, private readonly onError: (e: Error) => void = () => undefined) {
     this.path = join(dataDir, READS_DIR, `${name.replace(/[^\w.-]/g, '_')}.json`);
   }
 
@@ -71,7 +73,10 @@ export class OrganizationReads {
   }
 }
 
-/** Every server's scores summed, each file's decayed to `now`; stale and unreadable files count for nothing. */
+/**
+ * Every server's scores summed, each file's decayed to `now`; unreadable files count for nothing, and stale ones
+ * (a server gone, or restarted under another name) are removed.
+ */
 export async function readScores(dataDir: string, now = Date.now()): Promise<Record<string, number>> {
   const dir = join(dataDir, READS_DIR);
   const names = await fs.readdir(dir).catch(() => [] as string[]);
@@ -83,7 +88,11 @@ export async function readScores(dataDir: string, now = Date.now()): Promise<Rec
     } catch {
       continue; // removed meanwhile, or not ours
     }
-    if (typeof file?.at !== 'number' || typeof file.scores !== 'object' || file.scores === null || now - file.at > READS_STALE_MS) continue;
+    if (typeof file?.at !== 'number' || typeof file.scores !== 'object' || file.scores === null) continue;
+    if (now - file.at > READS_STALE_MS) {
+      await fs.rm(join(dir, name), { force: true }).catch(() => undefined);
+      continue;
+    }
     for (const [org, s] of Object.entries(decayed(file.scores, now - file.at))) if (Number.isFinite(s)) total[org] = (total[org] ?? 0) + s;
   }
   return total;

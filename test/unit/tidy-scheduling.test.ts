@@ -2,7 +2,7 @@
 // budget, the graded delay of a lone batch, the order of the organizations in debt, and the servers' read
 // scores the order starts from.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decayed, OrganizationReads, READS_DIR, READS_HALF_LIFE_MS, READS_STALE_MS, readScores } from '../../src/metrics/organization-reads.js';
@@ -107,6 +107,8 @@ describe('tidying: the servers\' reads of each organization', () => {
     expect(scores.acme).to.be.closeTo(6 + 2, 1e-9);
     expect(scores.globex).to.be.closeTo(1, 1e-9);
     expect(scores).to.not.have.property('initech');
+    expect(existsSync(join(dir, READS_DIR, 'gone.json')), 'a stale file removed').to.equal(false);
+    expect(existsSync(join(dir, READS_DIR, 'broken.json')), 'a file being written left alone').to.equal(true);
   });
 
   it('carries a server\'s earlier reads, decayed, into its next file', async () => {
