@@ -78,6 +78,8 @@ interface LoadRun {
   left: number;
   rejected: string[];
   applyLines: Record<string, any>[];
+  /** The follower's tidying units (INGEST_TIDY_ROWS), as logged. */
+  tidyLines: Record<string, any>[];
 }
 
 async function main(): Promise<void> {
@@ -172,7 +174,8 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       cpu.push(c - cpuMark);
       cpuMark = c;
       const w = current;
-      log(`${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}, ${KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; ')}, errors ${KINDS.reduce((a, k) => a + w.errors[k], 0)}, disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}, follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores`);
+      log(`${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}, ${KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; ')}, errors ${KINDS.reduce((a, k) => a + w.errors[k], 0)}, disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}, follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores${
+        logged.some((l) => l.message === 'organizations tidied') ? `, ${logged.filter((l) => l.message === 'organizations tidied').reduce((a, l) => a + Number(l.organizations), 0)} organizations tidied so far` : ''}`);
     }
     await producing;
     // Waiting as the stream ends (S3); what is still waiting once the follower stops is not lost either.
@@ -187,6 +190,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       applied: appliedBatches(logged),
       rejected: logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]),
       applyLines: logged.filter((l) => l.message === 'batch applied'),
+      tidyLines: logged.filter((l) => l.message === 'organizations tidied'),
     };
   } finally {
     follower.kill('SIGTERM');
@@ -257,7 +261,7 @@ function report(runs: LoadRun[], batches: number): void {
   const file = join(ROOT, 'bench', 'results', `stream-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({
     minutes: MINUTES, share: SHARE, results,
-    loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])), disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l) })),
+    loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])), disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l), tidied: r.tidyLines.map(({ at: _at, ...l }) => l) })),
   }, null, 2));
   console.log(`\nwritten ${file}`);
 }
