@@ -13,7 +13,7 @@ import { compactLayers } from './whole-layer.js';
 import { tidyCandidates, tidyUnit } from './tidy.js';
 import { CpuBudget } from './cpu-budget.js';
 import { readScores } from '../../metrics/organization-reads.js';
-import { COALESCE_MAX_MS, TIDY_CPU, TIDY_UNIT_ROWS } from '../delta-layout.js';
+import { COALESCE_MAX_MS, TIDY_CPU, tidyFile, TIDY_UNIT_ROWS } from '../delta-layout.js';
 
 export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' | 'skipApplied'> {
   /** Stops the follower after the batch it is applying, if any. */
@@ -176,7 +176,8 @@ async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
   if (budget.available(Date.now()) <= 0) return;
   try {
     const m = await currentManifest(opts.dataDir);
-    if (!m || tidyCandidates(m, opts.tidyRows!).length === 0) return;
+    // Nothing in debt, or the snapshot has its unit already (one a snapshot, tidy.ts): no lock taken for nothing.
+    if (!m || tidyCandidates(m, opts.tidyRows!).length === 0 || (m.overlays ?? []).some((o) => o.file === tidyFile(m.sequence ?? 0))) return;
     const reads = await readScores(opts.dataDir);
     const before = process.cpuUsage();
     let done;
