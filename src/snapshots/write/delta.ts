@@ -169,11 +169,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
 async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'kept' | 'inPlace'>> {
   const attached = await attachLayers(run, input.layers);
   // A newer delta over the current newer delta is that file, copied by the kernel, less the rows this batch
-  // replaces and plus its own: DuckDB's checkpoint then writes the changed row groups and the deletions, and
-  // keeps every other row group's blocks as they are. Copying the delta's rows through DuckDB instead cost a
-  // batch what every batch since the fold had written (0.22–0.43 CPU-s of a 10-workspace batch's 1.3 on a
-  // newer delta of 28 MB, against 0.03–0.04 CPU-s this way: docs/performance.md, "Change batches: the newer
-  // delta changed in place"). The current snapshot's file is never written: it is a copy.
+  // replaces and plus its own: DuckDB's checkpoint then writes the row groups the batch changed and keeps the
+  // others' blocks (a small delta's tables are a row group or two, so it still writes most of them).
+  // Copying the delta's rows through DuckDB instead cost a batch what every batch since the fold had written
+  // (0.22–0.43 CPU-s on a newer delta of 28 MB, against 0.03–0.04 CPU-s this way; a small batch about 15 %
+  // less CPU side by side: docs/performance.md, "Change batches: the newer delta changed in place"). The
+  // current snapshot's file is never written: it is a copy.
   const inPlace = !input.fold && input.layers.minor !== null;
   if (inPlace) await fs.copyFile(input.layers.minor!, input.outPath);
   await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);

@@ -203,9 +203,7 @@ async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
 
 /** The bytes of the current snapshot's deltas (older and newer), from its manifest. */
 async function deltaBytes(dataDir: string): Promise<number> {
-  const id = await readCurrentId(dataDir);
-  if (id === null) return 0;
-  const m = await readManifest(dataDir, id).catch(() => null);
+  const m = await currentManifest(dataDir);
   return m ? [m.major, m.delta].reduce((a, name) => a + (name ? m.sizes?.[name] ?? 0 : 0), 0) : 0;
 }
 
