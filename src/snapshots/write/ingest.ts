@@ -92,6 +92,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   // The compaction running beside the batches, if any: batches never wait for it (whole-layer.ts rebases it).
   let compaction: Promise<void> | undefined;
   const budget = new CpuBudget(opts.tidyCpu ?? TIDY_CPU, TIDY_BURST_SECONDS, Date.now());
+  // A wait that a new batch (the watcher), a stop or a finished compaction cuts short.
   const pause = (ms: number) => new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
     wake = () => { clearTimeout(timer); resolve(); };
@@ -138,11 +139,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
         compact('idle', opts.threads);
         continue;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted || compaction ? Infinity : Math.max(compactIn, 0)));
-        wake = () => { clearTimeout(timer); resolve(); };
-      });
-      wake = undefined;
+      await pause(Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted || compaction ? Infinity : Math.max(compactIn, 0)));
     }
   } finally {
     // A stop interrupts the compaction (opts.signal), which leaves nothing behind.
