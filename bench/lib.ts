@@ -109,6 +109,12 @@ export function cpuSeconds(pid: number, tid?: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 per second)
 }
 
+/** The machine's CPU time so far, in seconds: busy (every kind but idle, iowait and steal) and stolen by the hypervisor. */
+export function machineSeconds(): { busy: number; steal: number } {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[];
+  return { busy: (user! + nice! + system! + irq! + softirq!) / 100, steal: steal! / 100 };
+}
+
 export function openFds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
 }

@@ -36,7 +36,7 @@ import { loadConfig } from '../src/config.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { streamBatches } from './stream-batches.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -57,8 +57,8 @@ const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString()
 const KINDS = ['largest', 'touched', 'untouched'] as const;
 type Kind = typeof KINDS[number];
 /** Requests answered in a window of the run: each kind's latencies (ms) and its errors. */
-interface Window { ms: Record<Kind, number[]>; errors: Record<Kind, number>; seconds: number }
-const windowOf = (seconds: number): Window => ({ ms: { largest: [], touched: [], untouched: [] }, errors: { largest: 0, touched: 0, untouched: 0 }, seconds });
+interface Window { ms: Record<Kind, number[]>; errors: Record<Kind, number>; /** Every answer not 200, by status (0: none came). */ statuses: Record<string, number>; seconds: number }
+const windowOf = (seconds: number): Window => ({ ms: { largest: [], touched: [], untouched: [] }, errors: { largest: 0, touched: 0, untouched: 0 }, statuses: {}, seconds });
 const rate = (w: Window, k: Kind) => w.ms[k].length / w.seconds;
 
 /** One load's run over the stream: per minute, and the figures the targets read. */
@@ -69,6 +69,10 @@ interface LoadRun {
   rates?: Record<Kind, number>;
   minutes: Window[];
   cpu: number[];
+  /** The server's CPU-s over the window before the stream. */
+  serverBefore: number;
+  /** Per minute, CPU-s of the server, of this process (the load's client), of the whole machine, and stolen by the hypervisor. */
+  usage: { server: number; client: number; machine: number; steal: number }[];
   disk: number[];
   diskBefore: number;
   applied: { name: string; delay: number; at: number }[];
@@ -119,7 +123,10 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
     touched: small(s.streamed),
     untouched: small(s.untouched),
   };
-  const count = (kind: Kind, status: number, ms: number) => { if (status === 200) current.ms[kind].push(ms); else current.errors[kind]++; };
+  const count = (kind: Kind, status: number, ms: number) => {
+    if (status === 200) current.ms[kind].push(ms);
+    else { current.errors[kind]++; current.statuses[status] = (current.statuses[status] ?? 0) + 1; }
+  };
   // Closed loops: 8 connections per group of small organizations, 1 on the largest.
   const closed = (seconds: number) => Promise.all(KINDS.map((kind) => run({
     url: server.url, connections: kind === 'largest' ? 1 : 8, duration: seconds,
@@ -144,9 +151,11 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       log(`capacity ${KINDS.map((k) => `${k} ${round(rate(capacity, k))} req/s`).join(', ')}; sending ${SHARE} of it`);
     }
     const before = current = windowOf(BEFORE_SECONDS);
+    const serverMark = cpuSeconds(server.child.pid!);
     await pages(BEFORE_SECONDS);
+    const serverBefore = cpuSeconds(server.child.pid!) - serverMark;
     const diskBefore = kb(join(WORK, 'snapshots'));
-    log(`before: ${KINDS.map((k) => `${k} p50 ${round(percentile([...before.ms[k]], 0.5))} p99 ${round(percentile([...before.ms[k]], 0.99))} ms, ${round(rate(before, k))} req/s`).join('; ')}; disk ${round(diskBefore / 1e6, 2)} GB`);
+    log(`before: ${KINDS.map((k) => `${k} p50 ${round(percentile([...before.ms[k]], 0.5))} p99 ${round(percentile([...before.ms[k]], 0.99))} ms, ${round(rate(before, k))} req/s`).join('; ')}; disk ${round(diskBefore / 1e6, 2)} GB; server ${round(serverBefore / BEFORE_SECONDS, 2)} cores, ${round(serverBefore * 1000 / KINDS.reduce((a, k) => a + before.ms[k].length, 0), 2)} ms an answer`);
 
     // The stream, with the load running all along and a window per minute.
     const minutes: Window[] = [];
@@ -163,6 +172,9 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       }
     })();
     let cpuMark = cpuSeconds(follower.pid!);
+    const usage: LoadRun['usage'] = [];
+    const usageNow = () => { const m = machineSeconds(); const c = process.cpuUsage(); return { server: cpuSeconds(server.child.pid!), client: (c.user + c.system) / 1e6, machine: m.busy, steal: m.steal }; };
+    let usageMark = usageNow();
     for (let m = 0; m < MINUTES; m++) {
       current = windowOf(60);
       for (let t = 0; t < 12; t++) {
@@ -173,9 +185,22 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       const c = cpuSeconds(follower.pid!);
       cpu.push(c - cpuMark);
       cpuMark = c;
+      const now = usageNow();
+      const u = { server: now.server - usageMark.server, client: now.client - usageMark.client, machine: now.machine - usageMark.machine, steal: now.steal - usageMark.steal };
+      usage.push(u);
+      usageMark = now;
       const w = current;
-      log(`${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}, ${KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; ')}, errors ${KINDS.reduce((a, k) => a + w.errors[k], 0)}, disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}, follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores${
-        logged.some((l) => l.message === 'organizations tidied') ? `, ${logged.filter((l) => l.message === 'organizations tidied').reduce((a, l) => a + Number(l.organizations), 0)} organizations tidied so far` : ''}`);
+      const answered = KINDS.reduce((a, k) => a + w.ms[k].length, 0);
+      const errors = KINDS.reduce((a, k) => a + w.errors[k], 0);
+      const tidied = logged.filter((l) => l.message === 'organizations tidied').reduce((a, l) => a + Number(l.organizations), 0);
+      log([
+        `${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}`,
+        KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; '),
+        `errors ${errors}${errors > 0 ? ` (by status ${JSON.stringify(w.statuses)})` : ''}`,
+        `disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}`,
+        `follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores, server ${round(u.server / 60, 2)} (${round(u.server * 1000 / answered, 2)} ms an answer), client ${round(u.client / 60, 2)}, machine ${round(u.machine / 60, 2)}, stolen ${round(u.steal / 60, 2)}`,
+        ...(tidied > 0 ? [`${tidied} organizations tidied so far`] : []),
+      ].join(', '));
     }
     await producing;
     // Waiting as the stream ends (S3); what is still waiting once the follower stops is not lost either.
@@ -186,7 +211,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
     await new Promise((r) => { if (follower.exitCode !== null) r(null); else follower.once('exit', r); });
     const left = readdirSync(join(SPOOL, 'incoming')).filter((n) => !n.startsWith('.')).length;
     return {
-      load, before, rates, minutes, cpu, disk, diskBefore, arrived, started, waiting, left,
+      load, before, rates, minutes, cpu, serverBefore, usage, disk, diskBefore, arrived, started, waiting, left,
       applied: appliedBatches(logged),
       rejected: logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]),
       applyLines: logged.filter((l) => l.message === 'batch applied'),
@@ -215,10 +240,17 @@ function report(runs: LoadRun[], batches: number): void {
       errors: KINDS.reduce((a, k) => a + w.errors[k], 0),
       disk_ratio: round(Math.max(...r.disk.slice(i * 12, i * 12 + 12)) / r.diskBefore, 2),
       follower_cores: round(r.cpu[i]! / 60, 2),
+      // Where the machine's CPU went: the server (and its answers' cost), the load's client, the rest (the
+      // kernel's own threads, other processes), and what the hypervisor took.
+      server_cores: round(r.usage[i]!.server / 60, 2),
+      server_ms_per_answer: round(r.usage[i]!.server * 1000 / KINDS.reduce((a, k) => a + w.ms[k].length, 0), 2),
+      client_cores: round(r.usage[i]!.client / 60, 2),
+      other_cores: round((r.usage[i]!.machine - r.usage[i]!.server - r.usage[i]!.client - r.cpu[i]!) / 60, 2),
+      stolen_cores: round(r.usage[i]!.steal / 60, 2),
       applied_by_end: r.applied.filter((b) => b.at - r.started <= (i + 1) * 60_000).length,
       arrived_by_end: Math.min(batches, (i + 1) * 12),
     })) as Record<string, number>[];
-    tables[r.load] = rows;
+    tables[r.load] = rows.map((row, i) => ({ ...row, error_statuses: r.minutes[i]!.statuses }));
     console.log(`\n${r.load} load${r.rates ? ` (sent per second: ${KINDS.map((k) => `${k} ${round(r.rates![k])}`).join(', ')})` : ''}; before the stream: ${KINDS.map((k) => `${k} p50 ${p(r.before.ms[k], 0.5)} / p99 ${p(r.before.ms[k], 0.99)} ms, ${round(rate(r.before, k))} req/s`).join('; ')}`);
     console.log('| minute | largest p50 / p99 ms (×) | touched p50 / p99 ms (×) | untouched p50 / p99 ms (×) | small req/s (× before) | errors | disk × | follower cores | applied / arrived |');
     console.log('|---|---|---|---|---|---|---|---|---|');
@@ -261,7 +293,8 @@ function report(runs: LoadRun[], batches: number): void {
   const file = join(ROOT, 'bench', 'results', `stream-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({
     minutes: MINUTES, share: SHARE, results,
-    loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])), disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l), tidied: r.tidyLines.map(({ at: _at, ...l }) => l) })),
+    loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])),
+      server_before: { cores: round(r.serverBefore / BEFORE_SECONDS, 2), ms_per_answer: round(r.serverBefore * 1000 / KINDS.reduce((a, k) => a + r.before.ms[k].length, 0), 2) }, disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l), tidied: r.tidyLines.map(({ at: _at, ...l }) => l) })),
   }, null, 2));
   console.log(`\nwritten ${file}`);
 }
