@@ -18,10 +18,17 @@
 //     into overlays, one with every organization layered, and one layered with a tidying unit of organizations
 //     up to 20,000 rows after each batch (tidy.ts, INGEST_TIDY_ROWS): CPU per batch and per unit, and the pages of the
 //     organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
+// P1  what planning costs a page: DuckDB binds, optimizes and plans a prepared statement that has parameters
+//     and reads a table again at every execution, and keeps the plan of one without. Each page's statements as
+//     the compiler writes them (values bound) against the same statements with the values written in as
+//     constants (a measurement only: a server never does that), for small organizations no batch touched, for
+//     ten a layered copy's 10 small batches touched, and the largest organization's A page: p50 of each, and
+//     the median ratio; and the touched organizations' B page with its values read from a one-row temporary
+//     table written (bound) before each run, a statement without parameters whose plan DuckDB keeps
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
-// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,S7).
-import type { DuckDBConnection } from '@duckdb/node-api';
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,S7,P1).
+import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { compileQuery, type CompileTarget } from '../src/query/compile.js';
@@ -40,13 +47,13 @@ import { viewStatements } from '../src/snapshots/write/view-files.js';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 import { A_QUERY, benchSnapshot, linkedCopy, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
-import { ident } from '../src/duckdb/sql.js';
+import { ident, sqlLiteral } from '../src/duckdb/sql.js';
 
 const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? join(ROOT, 'data'), 'bench'));
 const WORK = join(BENCH_DIR, 'designs');
 const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
 const BLOCK = 20;
-const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,S7').split(','));
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,S7,P1').split(','));
 const log = (m: string) => console.error(`[bench-designs] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 const rows: BenchRow[] = [];
@@ -92,6 +99,107 @@ async function timePlans(c: DuckDBConnection, query: string, targets: Record<str
   }
   for (const close of closers) close();
   return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, { p50: percentile(v, 0.5), p95: percentile(v, 0.95), rows: answers[k]! }]));
+}
+
+/** `sql` with each `?` replaced by its value written as a constant (P1 only: the values are the compiler's, from a fixed query). */
+function withConstants(sql: string, params: readonly unknown[]): string {
+  let i = 0;
+  const constant = (v: unknown) => {
+    if (typeof v === 'string') return sqlLiteral(v);
+    if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+    if (typeof v === 'boolean') return v ? 'true' : 'false';
+    if (v === null) return 'NULL';
+    throw new Error(`P1: a parameter of type ${typeof v} is not written as a constant`);
+  };
+  // The compiler's SQL holds no '?' but its parameters (identifiers come from the catalog, values are bound).
+  const out = sql.replace(/\?/g, () => constant(params[i++]));
+  if (i !== params.length) throw new Error(`P1: ${params.length} parameters, ${i} placeholders`);
+  return out;
+}
+
+/**
+ * A page's statement with its values read from a one-row temporary table written before each run (by a bound
+ * UPDATE): the statement itself has no parameters, so DuckDB keeps its plan. p50 of the write and the run
+ * together, and of the statement as compiled, in ms; the same rows checked.
+ */
+async function valuesInTable(c: DuckDBConnection, query: string, target: CompileTarget): Promise<{ bound: number; table: number; write: number }> {
+  const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
+  const { page, valueIndexes } = compileQuery(q, target);
+  const type = (v: unknown) => (typeof v === 'string' ? 'VARCHAR' : typeof v === 'number' || typeof v === 'bigint' ? 'BIGINT' : null);
+  if ((page.params as unknown[]).some((v) => type(v) === null)) throw new Error('P1: a parameter that is neither text nor a number');
+  // The organization's key is ours (the manifest's), so it is written in as a constant, which the scans prune
+  // row groups by; every other value is read from the table.
+  const parts = page.sql.split('?');
+  const params: unknown[] = [];
+  let sql = parts[0]!;
+  for (let n = 1; n < parts.length; n++) {
+    const value = (page.params as unknown[])[n - 1];
+    const key = sql.endsWith('CAST(') && parts[n]!.startsWith(' AS INTEGER)') && Number(value) === target.organizationKey;
+    sql += (key ? String(target.organizationKey) : `(SELECT v${params.length} FROM p1_values)`) + parts[n];
+    if (!key) params.push(value);
+  }
+  await c.run(`CREATE OR REPLACE TEMP TABLE p1_values (${params.map((v, n) => `v${n} ${type(v)}`).join(', ')})`);
+  await c.run(`INSERT INTO p1_values VALUES (${params.map(() => 'NULL').join(', ')})`);
+  const fromTable = await c.prepare(sql);
+  const write = await c.prepare(`UPDATE p1_values SET ${params.map((_, n) => `v${n} = ?`).join(', ')}`);
+  const bound = await c.prepare(page.sql);
+  bound.bind(page.params as never);
+  const read = async (p: DuckDBPreparedStatement) => JSON.stringify(await pageRows(await p.run(), valueIndexes !== undefined), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+  const runs = {
+    bound: () => read(bound),
+    table: async () => { write.bind(params as never); await write.run(); return read(fromTable); },
+    write: async () => { write.bind(params as never); await write.run(); return ''; },
+  };
+  if (await runs.bound() !== await runs.table()) throw new Error(`P1: ${query} answered differently with its values read from a table`);
+  const times = { bound: [] as number[], table: [] as number[], write: [] as number[] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const kind of ['bound', 'table', 'write'] as const) {
+      for (let n = 0; n < BLOCK; n++) {
+        const t = performance.now();
+        await runs[kind]();
+        times[kind].push(performance.now() - t);
+      }
+    }
+  }
+  for (const p of [fromTable, write, bound]) p.destroySync();
+  await c.run('DROP TABLE p1_values');
+  return { bound: percentile(times.bound, 0.5), table: percentile(times.table, 0.5), write: percentile(times.write, 0.5) };
+}
+
+/** A page's statements run as compiled and with their values as constants, in alternating blocks: p50 of each, in ms; the same rows checked. */
+async function boundAgainstConstants(c: DuckDBConnection, query: string, target: CompileTarget): Promise<{ bound: number; constants: number }> {
+  const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
+  const compiled = compileQuery(q, target);
+  const statements = [compiled.page, ...(compiled.knownTotal === undefined && !compiled.pageCountsTotal ? [compiled.count] : [])];
+  const prepared = { bound: [] as DuckDBPreparedStatement[], constants: [] as DuckDBPreparedStatement[] };
+  for (const s of statements) {
+    const b = await c.prepare(s.sql);
+    b.bind(s.params as never);
+    prepared.bound.push(b);
+    prepared.constants.push(await c.prepare(withConstants(s.sql, s.params)));
+  }
+  const answers: Record<string, string> = {};
+  // Read as a worker reads them (timePlans): the page's rows from DuckDB's chunks, the count's as values.
+  const run = async (kind: 'bound' | 'constants') => {
+    const [page, ...counts] = prepared[kind];
+    const out: unknown[] = [await pageRows(await page!.run(), compiled.valueIndexes !== undefined)];
+    for (const p of counts) out.push((await p.runAndReadAll()).getRows());
+    answers[kind] = JSON.stringify(out, (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+  };
+  const times = { bound: [] as number[], constants: [] as number[] };
+  for (const kind of ['bound', 'constants'] as const) for (let i = 0; i < 5; i++) await run(kind);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const kind of ['bound', 'constants'] as const) {
+      for (let i = 0; i < BLOCK; i++) {
+        const t = performance.now();
+        await run(kind);
+        times[kind].push(performance.now() - t);
+      }
+    }
+  }
+  for (const p of [...prepared.bound, ...prepared.constants]) p.destroySync();
+  if (answers.bound !== answers.constants) throw new Error(`P1: ${query} answered differently with its values as constants`);
+  return { bound: percentile(times.bound, 0.5), constants: percentile(times.constants, 0.5) };
 }
 
 async function main(): Promise<void> {
@@ -283,6 +391,39 @@ async function main(): Promise<void> {
       }
       await c.run('DETACH tomb');
     }
+  }
+
+  if (SCENARIOS.has('P1')) {
+    // P1: each page's statements as served against the same with constants, on the base and after 10 small batches.
+    const batches = join(WORK, 'p1-batches');
+    await writeSampleChanges(join(BENCH_DIR, 'source'), batches, { batches: 10, workspaces: 10, seed: 71, organizations: new Set(streamed.map((o) => o.name)) });
+    const dir = join(WORK, 'p1');
+    linkedCopy(BENCH_DIR, dir, baseId);
+    for (const name of readdirSync(batches).filter((n) => n.startsWith('batch-')).sort()) await applyBatch(join(batches, name), { dataDir: dir });
+    const after = await openSnapshot(dir, (await readCurrentId(dir))!);
+    for (const a of attachments(after)) if (a.alias !== snapshot.attachment!.alias) await c.run(`ATTACH '${a.path}' AS "${a.alias}" (READ_ONLY)`);
+    const held = new Set([...after.manifest.deltaOrganizations ?? [], ...after.manifest.majorOrganizations ?? []]);
+    const groups = {
+      untouched: small.slice(300, 310).map((o) => o.name).filter((o) => !held.has(o)),
+      touched: streamed.map((o) => o.name).filter((o) => held.has(o)).slice(0, 10),
+    };
+    const pages = { B: `?type=workspaces&filter%5B0%5D%5Bworkspace_name%5D%5Bdoes_not_contain%5D%5B0%5D=~1`, 'workspaces default': '?type=workspaces', 'resources default': '?type=resources' };
+    for (const [group, names] of Object.entries(groups)) {
+      for (const [page, query] of Object.entries(pages)) {
+        const view = query.includes('resources') ? 'resources' : 'workspaces';
+        const measured = [];
+        for (const org of names) measured.push(await boundAgainstConstants(c, query, after.target(view, org)));
+        report('P1', `${page} page of ${names.length} ${group} small organizations, bound ÷ constants (p50 ms)`,
+          `${round(percentile(measured.map((m) => m.bound), 0.5), 3)} ÷ ${round(percentile(measured.map((m) => m.constants), 0.5), 3)}: median ratio ${round(percentile(measured.map((m) => m.bound / m.constants), 0.5))}×`);
+      }
+    }
+    const inTable = [];
+    for (const org of groups.touched) inTable.push(await valuesInTable(c, pages.B, after.target('workspaces', org)));
+    report('P1', `B page of ${groups.touched.length} touched small organizations, its values read from a temporary table written before each run (p50 ms)`,
+      `bound ${round(percentile(inTable.map((m) => m.bound), 0.5), 3)}; from the table, the write included ${round(percentile(inTable.map((m) => m.table), 0.5), 3)}, the write alone ${round(percentile(inTable.map((m) => m.write), 0.5), 3)}`);
+    const a = await boundAgainstConstants(c, A_QUERY, after.target('workspaces', largest.name));
+    report('P1', 'the largest organization\'s A page after the batches, bound ÷ constants (p50 ms)', `${round(a.bound, 3)} ÷ ${round(a.constants, 3)}: ${round(a.bound / a.constants)}×`);
+    for (const x of attachments(after)) if (x.alias !== snapshot.attachment!.alias) await c.run(`DETACH "${x.alias}"`);
   }
 
   c.closeSync();
