@@ -26,6 +26,7 @@ import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess, writeResults, type BenchRow } from './lib.js';
+import { diskKb as kb } from '../test/helpers/disk.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -166,7 +167,6 @@ async function main(): Promise<void> {
     const bAfter = await bRun(server.url, SECONDS);
 
     // K5: disk, with the layers as the batches left them.
-    const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString().split('\t')[0]);
     const ids = await listSnapshotIds(WORK);
     const one = kb(snapshotPath(BENCH_DIR, baseId));
     const all = kb(join(WORK, 'snapshots'));

@@ -28,7 +28,7 @@
 // snapshot files are hard links. Environment: BENCH_DIR (default $DATA_DIR/bench), STREAM_MINUTES (20),
 // STREAM_BEFORE_SECONDS (120), STREAM_LOADS (fixed,saturated), STREAM_SHARE (0.6).
 import autocannon from 'autocannon';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueToken } from '../src/access/tokens.js';
@@ -37,6 +37,7 @@ import { openStateStore } from '../src/store/open-store.js';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { streamBatches } from './stream-batches.js';
 import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { diskKb as kb } from '../test/helpers/disk.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -51,7 +52,6 @@ const SPOOL = join(BENCH_DIR, 'stream-spool');
 const log = (m: string) => console.error(`[bench-stream] ${m}`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString().split('\t')[0]);
 
 /** The three kinds of page: the largest organization's, and small ones' the stream touches or not. */
 const KINDS = ['largest', 'touched', 'untouched'] as const;

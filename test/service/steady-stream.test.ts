@@ -5,7 +5,7 @@
 // a page reads stay within their bound, and so do the waiting batches and the disk. At the end the result
 // is that of a full load of the resulting source. Bounds, not timings: each is a count or a size.
 import { expect } from 'chai';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,10 +21,10 @@ import { COALESCED_BATCHES } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { openStateStore } from '../../src/store/open-store.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
+import { diskKb as kb } from '../helpers/disk.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const kb = (path: string) => Number(execFileSync('du', ['-sk', path]).toString().split('\t')[0]);
 const deltaBytes = (m: Manifest) => [m.major, m.delta].reduce((a, n) => a + (n ? m.sizes?.[n] ?? 0 : 0), 0);
 
 describe('a steady stream of batches beside a busy server', function () {
