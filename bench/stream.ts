@@ -90,7 +90,15 @@ async function main(): Promise<void> {
   const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
   const { largest, streamed, untouched, order } = await streamBatches(BENCH_DIR, orgs, MINUTES * 60_000 / EVERY_MS, log);
   const runs: LoadRun[] = [];
-  for (const load of LOADS) runs.push(await streamUnder(load, { baseId, largest, streamed, untouched, order }));
+  for (const load of LOADS) {
+    try {
+      runs.push(await streamUnder(load, { baseId, largest, streamed, untouched, order }));
+    } catch (e) {
+      // The loads that completed are reported still: a twenty-minute load is not run again for the next one's failure.
+      if (runs.length > 0) report(runs, order.length);
+      throw e;
+    }
+  }
   report(runs, order.length);
 }
 
