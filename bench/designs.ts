@@ -68,6 +68,26 @@ async function cost(f: () => Promise<unknown>): Promise<{ cpu: number; wall: num
   return { cpu: (used.user + used.system) / 1e6, wall: (performance.now() - t) / 1000 };
 }
 
+/** Rows as text to compare answers by (bigints and byte strings written out). */
+const asText = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? String(x) : x instanceof Uint8Array ? Buffer.from(x).toString() : x));
+
+/** Each run warmed up 5 times, then run in alternating blocks of BLOCK, ROUNDS times: each one's times, in ms. */
+async function alternate<K extends string>(runs: Record<K, () => Promise<unknown>>): Promise<Record<K, number[]>> {
+  const names = Object.keys(runs) as K[];
+  const times = Object.fromEntries(names.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (const k of names) for (let i = 0; i < 5; i++) await runs[k]();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const k of names) {
+      for (let i = 0; i < BLOCK; i++) {
+        const t = performance.now();
+        await runs[k]();
+        times[k].push(performance.now() - t);
+      }
+    }
+  }
+  return times;
+}
+
 /** Each plan prepared once and run in alternating blocks, as bench/run.ts's G does: p50 and p95 per plan, in ms. */
 async function timePlans(c: DuckDBConnection, query: string, targets: Record<string, CompileTarget>): Promise<Record<string, { p50: number; p95: number; rows: string }>> {
   const { query: q } = parseQueryParameters('terraform', decodeQueryString(query.slice(1)));
@@ -82,21 +102,11 @@ async function timePlans(c: DuckDBConnection, query: string, targets: Record<str
     page.bind(compiled.page.params as never);
     runs[name] = async () => {
       if (count) (await count.runAndReadAll()).getRows();
-      answers[name] = JSON.stringify(await pageRows(await page.run(), compiled.valueIndexes !== undefined), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+      answers[name] = asText(await pageRows(await page.run(), compiled.valueIndexes !== undefined));
     };
     closers.push(() => { count?.destroySync(); page.destroySync(); });
   }
-  const times: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
-  for (const run of Object.values(runs)) for (let i = 0; i < 5; i++) await run();
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, run] of Object.entries(runs)) {
-      for (let i = 0; i < BLOCK; i++) {
-        const t = performance.now();
-        await run();
-        times[name]!.push(performance.now() - t);
-      }
-    }
-  }
+  const times = await alternate(runs);
   for (const close of closers) close();
   return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, { p50: percentile(v, 0.5), p95: percentile(v, 0.95), rows: answers[k]! }]));
 }
@@ -144,23 +154,14 @@ async function valuesInTable(c: DuckDBConnection, query: string, target: Compile
   const write = await c.prepare(`UPDATE p1_values SET ${params.map((_, n) => `v${n} = ?`).join(', ')}`);
   const bound = await c.prepare(page.sql);
   bound.bind(page.params as never);
-  const read = async (p: DuckDBPreparedStatement) => JSON.stringify(await pageRows(await p.run(), valueIndexes !== undefined), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+  const read = async (p: DuckDBPreparedStatement) => asText(await pageRows(await p.run(), valueIndexes !== undefined));
   const runs = {
     bound: () => read(bound),
     table: async () => { write.bind(params as never); await write.run(); return read(fromTable); },
     write: async () => { write.bind(params as never); await write.run(); return ''; },
   };
   if (await runs.bound() !== await runs.table()) throw new Error(`P1: ${query} answered differently with its values read from a table`);
-  const times = { bound: [] as number[], table: [] as number[], write: [] as number[] };
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const kind of ['bound', 'table', 'write'] as const) {
-      for (let n = 0; n < BLOCK; n++) {
-        const t = performance.now();
-        await runs[kind]();
-        times[kind].push(performance.now() - t);
-      }
-    }
-  }
+  const times = await alternate(runs);
   for (const p of [fromTable, write, bound]) p.destroySync();
   await c.run('DROP TABLE p1_values');
   return { bound: percentile(times.bound, 0.5), table: percentile(times.table, 0.5), write: percentile(times.write, 0.5) };
@@ -184,19 +185,9 @@ async function boundAgainstConstants(c: DuckDBConnection, query: string, target:
     const [page, ...counts] = prepared[kind];
     const out: unknown[] = [await pageRows(await page!.run(), compiled.valueIndexes !== undefined)];
     for (const p of counts) out.push((await p.runAndReadAll()).getRows());
-    answers[kind] = JSON.stringify(out, (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString() : v));
+    answers[kind] = asText(out);
   };
-  const times = { bound: [] as number[], constants: [] as number[] };
-  for (const kind of ['bound', 'constants'] as const) for (let i = 0; i < 5; i++) await run(kind);
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const kind of ['bound', 'constants'] as const) {
-      for (let i = 0; i < BLOCK; i++) {
-        const t = performance.now();
-        await run(kind);
-        times[kind].push(performance.now() - t);
-      }
-    }
-  }
+  const times = await alternate({ bound: () => run('bound'), constants: () => run('constants') });
   for (const p of [...prepared.bound, ...prepared.constants]) p.destroySync();
   if (answers.bound !== answers.constants) throw new Error(`P1: ${query} answered differently with its values as constants`);
   return { bound: percentile(times.bound, 0.5), constants: percentile(times.constants, 0.5) };
