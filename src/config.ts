@@ -7,7 +7,7 @@ import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
-import { COALESCE_MAX_MS, LIFT_ROWS, TIDY_CPU, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
+import { BATCH_THREADS, COALESCE_MAX_MS, LIFT_ROWS, TIDY_CPU, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
 import { parseDuration } from './access/lifetimes.js';
 
 export interface Config {
@@ -81,6 +81,8 @@ export interface Config {
   auditLog: string;
   /** TOKEN_MAX_TTL: the longest a token lives (access/lifetimes.ts); null: no maximum. */
   tokenMaxTtlMs: number | null;
+  /** DuckDB threads of a batch's build and validation (apply.ts BATCH_THREADS). */
+  batchThreads: number;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
   batchWholeRows: number;
   /** A touched organization the older delta holds with at most this many rows moves whole into the newer delta (delta-layout.ts LIFT_ROWS); 0: never. */
@@ -200,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ingestNice: niceness(env),
     ingestCompactIdleMs: int(env, 'INGEST_COMPACT_IDLE_SECONDS', 60, 0) * 1000,
     ingestCompactBytes: Math.round(decimal(env, 'INGEST_COMPACT_MB', 256) * 1024 * 1024),
+    batchThreads: int(env, 'BATCH_THREADS', BATCH_THREADS, 1),
     batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
     batchLiftRows: int(env, 'BATCH_LIFT_ROWS', LIFT_ROWS, 0),
     ingestTidyRows: int(env, 'INGEST_TIDY_ROWS', TIDY_ROWS, 0),

@@ -17,7 +17,7 @@ export async function apply(argv: string[]): Promise<number> {
   if (!dir || args.positional.length > 1) throw new UsageError('apply takes one batch directory');
   const config = loadConfig();
   try {
-    const { manifest, batch, seconds } = await applyBatch(dir, { ...writerOptions(config), ...(args.options.has('label') ? { label: args.options.get('label')! } : {}) });
+    const { manifest, batch, seconds } = await applyBatch(dir, { ...writerOptions(config), threads: config.batchThreads, ...(args.options.has('label') ? { label: args.options.get('label')! } : {}) });
     console.log(`applied ${basename(dir)} as snapshot ${manifest.id}: upserted ${kinds(batch.upserted)}; deleted ${kinds(batch.deleted)}; in ${seconds.toFixed(2)} s`);
     return 0;
   } catch (e) {
@@ -63,6 +63,7 @@ export async function ingest(argv: string[]): Promise<number> {
   console.error(`ingest: following ${spool}/incoming for ${config.dataDir}; rename a complete batch directory into it`);
   await runIngest(spool, {
     ...writerOptions(config),
+    threads: config.batchThreads,
     compactIdleMs: config.ingestCompactIdleMs,
     compactBytes: config.ingestCompactBytes,
     tidyRows: config.ingestTidyRows,

@@ -51,6 +51,10 @@ describe('configuration', () => {
 
   it('refuses a value a setting cannot take, naming the variable', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(/PORT/);
+    // A batch needs a thread to build on.
+    expect(() => loadConfig({ BATCH_THREADS: '0' })).to.throw(/BATCH_THREADS/);
+    expect(loadConfig({}).batchThreads).to.equal(1);
+    expect(loadConfig({ BATCH_THREADS: '2' }).batchThreads).to.equal(2);
     expect(() => loadSyncSettings({ SYNC_CONCURRENCY: '0' })).to.throw(/SYNC_CONCURRENCY/);
     expect(() => loadSyncSettings({ SYNC_MEMORY_LIMIT: 'plenty' })).to.throw(/SYNC_MEMORY_LIMIT/);
     expect(loadSyncSettings({})).to.deep.equal({ concurrency: 2, backoffMs: 500, idleTimeoutMs: 60_000, memoryLimit: '300MB' });

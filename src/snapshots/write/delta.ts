@@ -121,7 +121,7 @@ interface Build {
  */
 export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const instance = await openInstance(':memory:', {
-    threads: String(input.threads ?? 2),
+    threads: String(input.threads ?? 1),
     memory_limit: input.memoryLimit ?? '2GB',
     temp_directory: input.tempDir,
   });

@@ -13,8 +13,8 @@ export interface SnapshotState extends SourceState {
 }
 
 /** Opens the source state of a snapshot's layers (read-only), or of a loaded snapshot's DuckDB file at `path`. */
-export async function openSnapshotState(paths: LayerPaths | string): Promise<SnapshotState> {
-  const instance: DuckDBInstance = await openInstance(':memory:', { threads: '2', memory_limit: '256MB' });
+export async function openSnapshotState(paths: LayerPaths | string, threads = 2): Promise<SnapshotState> {
+  const instance: DuckDBInstance = await openInstance(':memory:', { threads: String(threads), memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
   const layers = await attachLayers((sql) => db.run(sql),
     typeof paths === 'string' ? { base: paths, whole: null, overlays: [], major: null, minor: null } : paths);
