@@ -84,6 +84,8 @@ interface LoadRun {
   applyLines: Record<string, any>[];
   /** The follower's tidying units (INGEST_TIDY_ROWS), as logged. */
   tidyLines: Record<string, any>[];
+  /** The follower's compactions of the layers (INGEST_COMPACT_MB), started and ended, as logged. */
+  compactLines: Record<string, any>[];
 }
 
 async function main(): Promise<void> {
@@ -201,6 +203,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       const answered = KINDS.reduce((a, k) => a + w.ms[k].length, 0);
       const errors = KINDS.reduce((a, k) => a + w.errors[k], 0);
       const tidied = logged.filter((l) => l.message === 'organizations tidied').reduce((a, l) => a + Number(l.organizations), 0);
+      const compactions = compactLines(logged).map((l) => (l.message === 'compacting layers' ? `started ${l.why}` : `${l.message === 'layers compacted' ? 'done' : 'failed'} (${l.seconds ?? '?'} s)`));
       log([
         `${load} minute ${m + 1}: applied ${appliedBatches(logged).length} of ${arrived.size}`,
         KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; '),
@@ -208,6 +211,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
         `disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}`,
         `follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores, server ${round(u.server / 60, 2)} (${round(u.server * 1000 / answered, 2)} ms an answer), client ${round(u.client / 60, 2)}, machine ${round(u.machine / 60, 2)}, stolen ${round(u.steal / 60, 2)}`,
         ...(tidied > 0 ? [`${tidied} organizations tidied so far`] : []),
+        ...(compactions.length > 0 ? [`compactions: ${compactions.join(', ')}`] : []),
       ].join(', '));
     }
     await producing;
@@ -224,6 +228,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       rejected: logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]),
       applyLines: logged.filter((l) => l.message === 'batch applied'),
       tidyLines: logged.filter((l) => l.message === 'organizations tidied'),
+      compactLines: compactLines(logged),
     };
   } finally {
     follower.kill('SIGTERM');
@@ -302,7 +307,8 @@ function report(runs: LoadRun[], batches: number): void {
   writeFileSync(file, JSON.stringify({
     minutes: MINUTES, share: SHARE, results,
     loads: runs.map((r) => ({ load: r.load, rates: r.rates, before: Object.fromEntries(KINDS.map((k) => [k, { p50_ms: p(r.before.ms[k], 0.5), p99_ms: p(r.before.ms[k], 0.99), rps: round(rate(r.before, k)) }])),
-      server_before: { cores: round(r.serverBefore / BEFORE_SECONDS, 2), ms_per_answer: round(r.serverBefore * 1000 / KINDS.reduce((a, k) => a + r.before.ms[k].length, 0), 2) }, disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l), tidied: r.tidyLines.map(({ at: _at, ...l }) => l) })),
+      server_before: { cores: round(r.serverBefore / BEFORE_SECONDS, 2), ms_per_answer: round(r.serverBefore * 1000 / KINDS.reduce((a, k) => a + r.before.ms[k].length, 0), 2) }, disk_kb: r.diskBefore, minutes: tables[r.load], applied: r.applyLines.map(({ at: _at, ...l }) => l), tidied: r.tidyLines.map(({ at: _at, ...l }) => l),
+      compactions: r.compactLines.map(({ at, ...l }) => ({ ...l, second: round((at - r.started) / 1000, 1) })) })),
   }, null, 2));
   console.log(`\nwritten ${file}`);
 }
@@ -313,6 +319,11 @@ function run(options: autocannon.Options, onResponse: (status: number, ms: numbe
     const instance = autocannon(options, (e, result) => (e ? reject(e) : resolve(result)));
     instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => onResponse(status, ms));
   });
+}
+
+/** The follower's compactions of the layers as it logged them: each start, and each end or failure. */
+function compactLines(logged: Record<string, any>[]): Record<string, any>[] {
+  return logged.filter((l) => ['compacting layers', 'layers compacted', 'layers not compacted'].includes(l.message));
 }
 
 /** Each batch the follower applied, with its delay from arrival to current and when it was logged. */

@@ -97,7 +97,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
     const timer = setTimeout(resolve, ms);
     wake = () => { clearTimeout(timer); resolve(); };
   }).finally(() => { wake = undefined; });
-  const compact = (why: 'idle' | 'deltas', threads: number | undefined) => {
+  const compact = (why: 'idle' | 'deltas', threads: number) => {
     compacted = true;
     compaction = compactInBackground(opts, why, threads).finally(() => { compaction = undefined; nudge(); });
   };
@@ -127,7 +127,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       // The deltas grew past their bound: compacted now, on one thread, while batches go on. Once per batch at
       // most: a compaction that failed is not started again until another batch has applied.
       if (!compaction && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
-        compact('deltas', Math.max(1, (opts.threads ?? 2) - 1));
+        compact('deltas', 1);
       }
       // Tidying costs the unit, not what the stream touched, so it runs between batches as well as while none
       // come, within its share of a core; not beside a compaction, which holds the deltas' organizations as they
@@ -136,7 +136,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
       const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
       if (!compaction && !stalled && !compacted && compactIn <= 0) {
-        compact('idle', opts.threads);
+        compact('idle', 2);
         continue;
       }
       await pause(Math.min(stalled ? Math.max(opts.pollMs ?? 1000, 1000) : opts.pollMs ?? 1000, compacted || compaction ? Infinity : Math.max(compactIn, 0)));
@@ -205,7 +205,9 @@ async function deltaBytes(dataDir: string): Promise<number> {
 }
 
 /** Compacts the current snapshot's layers (whole-layer.ts) and logs the outcome; never rejects. */
-async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', threads: number | undefined): Promise<void> {
+async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', threads: number): Promise<void> {
+  // Logged as it starts too: beside a stream it takes minutes, over which the batches' own cost changes.
+  opts.log('info', 'compacting layers', { why, threads });
   try {
     const done = await compactLayers(opts.dataDir, { signal: opts.signal, memoryLimit: opts.memoryLimit, threads });
     if (done) {
