@@ -124,7 +124,12 @@ describe('a steady stream of batches beside a busy server', function () {
     const applied = lines.filter((l) => l.message === 'batch applied');
     // It fell behind and caught up by coalescing; compactions ran beside the batches, under later snapshots.
     expect(applied.some((l) => l.batches.length > 1), 'a coalesced snapshot').to.equal(true);
-    expect(lines.filter((l) => l.message === 'layers compacted' && l.why === 'deltas' && l.compacted !== undefined).length).to.be.at.least(1);
+    const compacted = lines.filter((l) => l.message === 'layers compacted' && l.why === 'deltas' && l.compacted !== undefined);
+    expect(compacted.length).to.be.at.least(1);
+    // Each was logged as it started too, with what it took in.
+    for (const done of compacted) {
+      expect(lines.slice(0, lines.indexOf(done)).some((l) => l.message === 'compacting layers' && l.snapshot === done.compacted && l.why === 'deltas' && l.organizations === done.organizations)).to.equal(true);
+    }
     expect(lines.filter((l) => l.level === 'warn' || l.level === 'error'), out).to.deep.equal([]);
     expect(applied.flatMap((l) => l.batches)).to.deep.equal(names);
 

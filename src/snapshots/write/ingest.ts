@@ -206,10 +206,12 @@ async function deltaBytes(dataDir: string): Promise<number> {
 
 /** Compacts the current snapshot's layers (whole-layer.ts) and logs the outcome; never rejects. */
 async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', threads: number): Promise<void> {
-  // Logged as it starts too: beside a stream it takes minutes, over which the batches' own cost changes.
-  opts.log('info', 'compacting layers', { why, threads });
   try {
-    const done = await compactLayers(opts.dataDir, { signal: opts.signal, memoryLimit: opts.memoryLimit, threads });
+    const done = await compactLayers(opts.dataDir, {
+      signal: opts.signal, memoryLimit: opts.memoryLimit, threads,
+      // Logged as it starts too: beside a stream it takes minutes, over which the batches' own cost changes.
+      onStart: (snapshot, organizations) => opts.log('info', 'compacting layers', { snapshot, why, organizations, threads }),
+    });
     if (done) {
       opts.log('info', 'layers compacted', {
         snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { compacted: done.id } : {}), why, organizations: done.organizations, seconds: round(done.seconds),

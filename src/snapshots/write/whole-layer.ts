@@ -35,6 +35,8 @@ export interface WholeLayerOptions {
   threads?: number;
   /** Awaited once the whole layer is written, before the switch: the suite applies batches there. */
   beforeSwitch?: () => Promise<void>;
+  /** Called once there is something to compact, before the writing starts: the snapshot and how many organizations it holds whole. */
+  onStart?: (id: string, organizations: number) => void;
 }
 
 export interface WholeLayerResult {
@@ -83,6 +85,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
   // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
   const unOverlaid = [...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => Math.trunc(k));
+  opts.onStart?.(id, held.length);
   await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '2GB', signal: opts.signal }, async ({ db, run, all }) => {
     const layers = await attachLayers(run, layerPaths(dir, current));
     await run(`ATTACH ${sqlLiteral(tmp)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
