@@ -81,7 +81,7 @@ export interface Config {
   auditLog: string;
   /** TOKEN_MAX_TTL: the longest a token lives (access/lifetimes.ts); null: no maximum. */
   tokenMaxTtlMs: number | null;
-  /** DuckDB threads of a batch's build and validation (apply.ts BATCH_THREADS). */
+  /** DuckDB threads of a batch's build and validation (delta-layout.ts BATCH_THREADS). */
   batchThreads: number;
   /** A touched organization with at most this many rows of workspaces and resources is written whole (delta-layout.ts WHOLE_ROWS). */
   batchWholeRows: number;

@@ -280,9 +280,9 @@ export function underStatements(schema: string, low: readonly string[], overlays
 
 /**
  * One DuckDB thread a batch, unless configured otherwise. A batch is many short statements, whose second
- * thread mostly waits and hands work over: on the bench snapshot, the stream's 10-workspace batches took
- * 0.84 CPU-s at the median on one thread against 1.03 on two, and its 1,000-workspace batches 5.2 against
- * 6.2 CPU-s, for 10–15 % more time on an idle machine; on a machine whose cores the servers keep busy, the
- * second thread has no core to run on (docs/performance.md, "Change batches: one thread").
+ * thread mostly hands work over: on the bench snapshot, the stream's 10-workspace batches took 0.83–0.84
+ * CPU-s at the median on one thread against 1.00–1.03 on two, and its 1,000-workspace batches 5.0–5.5 against
+ * 5.9–7.4 CPU-s, for at most a tenth more time on an idle machine; on a machine whose cores the servers keep
+ * busy, the second thread has no core to run on (docs/performance.md, "Change batches: one thread").
  */
 export const BATCH_THREADS = 1;

@@ -1,0 +1,155 @@
+// make bench-follower: what the follower costs, apart from the pages' own cost.
+// F1  a batch's CPU on one DuckDB thread and on two: the stream's first batches (bench/stream-batches.ts)
+//     applied in-process by applyBatch, as the follower applies them, to a linked copy of the bench snapshot,
+//     each thread count FOLLOWER_ROUNDS times, interleaved (the machine's speed drifts within the hour).
+// F2  what a server's page pays for a follower beside it: untouched small organizations' B pages in a closed
+//     loop (8 connections), the server's CPU an answer read from /proc, in three conditions taken in turn:
+//     alone; beside `explorer apply` of the stream's small batches into another data directory (the
+//     follower's CPU competing, nothing switched); and beside the same batches applied to the server's own
+//     data directory (the CPU, and a snapshot switch after each). The difference between the last two is
+//     what switching costs; between the first two, what sharing the cores costs.
+// Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
+// FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2).
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { issueToken } from '../src/access/tokens.js';
+import { loadConfig } from '../src/config.js';
+import { openStateStore } from '../src/store/open-store.js';
+import { applyBatch } from '../src/snapshots/write/apply.js';
+import { benchSnapshot, CLI, cpuSeconds, linkedCopy, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
+import { streamBatches, type StreamBatch } from './stream-batches.js';
+
+const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
+const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
+const BATCHES = Number(process.env.FOLLOWER_BATCHES ?? 20);
+const ROUNDS = Number(process.env.FOLLOWER_ROUNDS ?? 2);
+const SECONDS = Number(process.env.FOLLOWER_SECONDS ?? 30);
+const SCENARIOS = new Set((process.env.FOLLOWER_SCENARIOS ?? 'F1,F2').split(','));
+const log = (m: string) => console.error(`[bench-follower] ${m}`);
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+interface Applied { size: StreamBatch['size']; cpu: number; seconds: number }
+
+/** F1: each batch's CPU (the process's, validation included) and time, on `threads` DuckDB threads. */
+async function applyAll(baseId: string, order: StreamBatch[], threads: number): Promise<Applied[]> {
+  const work = join(BENCH_DIR, 'follower-f1');
+  linkedCopy(BENCH_DIR, work, baseId);
+  const out: Applied[] = [];
+  try {
+    for (const b of order) {
+      const before = process.cpuUsage();
+      const started = performance.now();
+      await applyBatch(b.dir, { dataDir: work, threads, keep: 30, keepDays: 0 });
+      const c = process.cpuUsage(before);
+      out.push({ size: b.size, cpu: (c.user + c.system) / 1e6, seconds: (performance.now() - started) / 1000 });
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return out;
+}
+
+/** `explorer apply` of each batch in turn into `dataDir`, until stopped: a follower's work, in its own process. */
+function applyLoop(dataDir: string, batches: StreamBatch[]): { stop: () => Promise<number> } {
+  let stopped = false;
+  let applied = 0;
+  const done = (async () => {
+    for (const b of batches) {
+      if (stopped) break;
+      await new Promise((resolve) => spawn(process.execPath, [CLI, 'apply', b.dir], { env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' }).once('exit', resolve));
+      applied++;
+    }
+  })();
+  return { stop: async () => { stopped = true; await done; return applied; } };
+}
+
+async function main(): Promise<void> {
+  const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
+  const { untouched, order } = await streamBatches(BENCH_DIR, orgs, 240, log);
+  const results: Record<string, unknown> = { date: new Date().toISOString() };
+
+  if (SCENARIOS.has('F1')) {
+    const rounds: { threads: number; batches: Applied[] }[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const threads of [2, 1]) {
+        const batches = await applyAll(baseId, order.slice(0, BATCHES), threads);
+        rounds.push({ threads, batches });
+        const small = batches.filter((b) => b.size === 'small');
+        log(`F1 round ${r + 1}, ${threads} thread(s): small CPU p50 ${round(percentile(small.map((b) => b.cpu), 0.5))} s, time p50 ${round(percentile(small.map((b) => b.seconds), 0.5))} s; large CPU ${batches.filter((b) => b.size === 'large').map((b) => round(b.cpu)).join(', ')} s`);
+      }
+    }
+    // The first batch of each run pays for the process's first DuckDB instance and reads: left out.
+    const figures = (threads: number, size: StreamBatch['size']) => {
+      const all = rounds.filter((r) => r.threads === threads).flatMap((r) => r.batches.slice(1)).filter((b) => b.size === size);
+      return { cpu_p50: round(percentile(all.map((b) => b.cpu), 0.5)), cpu_max: round(Math.max(...all.map((b) => b.cpu))), seconds_p50: round(percentile(all.map((b) => b.seconds), 0.5)), n: all.length };
+    };
+    const f1: Record<string, { small: ReturnType<typeof figures>; large: ReturnType<typeof figures> }> = Object.fromEntries([1, 2].map((t) => [`threads_${t}`, { small: figures(t, 'small'), large: figures(t, 'large') }]));
+    console.log('| F1 | small CPU p50 (max) | small time p50 | large CPU p50 (max) | large time p50 |');
+    console.log('|---|---|---|---|---|');
+    for (const t of [2, 1]) {
+      const f = f1[`threads_${t}`]!;
+      console.log(`| ${t} thread(s) | ${f.small.cpu_p50} s (${f.small.cpu_max}) | ${f.small.seconds_p50} s | ${f.large.cpu_p50} s (${f.large.cpu_max}) | ${f.large.seconds_p50} s |`);
+    }
+    results.F1 = { batches: BATCHES, rounds: ROUNDS, ...f1 };
+  }
+
+  if (SCENARIOS.has('F2')) {
+    const own = join(BENCH_DIR, 'follower-f2');
+    const other = join(BENCH_DIR, 'follower-f2-other');
+    linkedCopy(BENCH_DIR, own, baseId);
+    linkedCopy(BENCH_DIR, other, baseId);
+    const store = await openStateStore(loadConfig({ DATA_DIR: own }));
+    const tokens = new Map<string, string>();
+    for (const name of untouched) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
+    await store.close();
+    const server = await startServerProcess({ RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0', DATA_DIR: own });
+    const pid = server.child.pid!;
+    const small = order.filter((b) => b.size === 'small');
+    // Each directory takes the batches in order, from where it left off: both take the same ones.
+    const nextOf = new Map<string, number>();
+    const measure = async (condition: string, into: string | null) => {
+      const loop = into ? applyLoop(into, small.slice(nextOf.get(into) ?? 0)) : null;
+      const before = cpuSeconds(pid);
+      const r = await autocannon({
+        url: server.url, connections: 8, duration: SECONDS,
+        requests: [{
+          setupRequest: (req: any) => {
+            const org = untouched[Math.floor(Math.random() * untouched.length)]!;
+            return { ...req, path: `/api/v2/organizations/${org}/explorer${smallFiltered()}`, headers: { Authorization: `Bearer ${tokens.get(org)}` } };
+          },
+        }],
+      } as autocannon.Options);
+      const cpu = cpuSeconds(pid) - before;
+      const applied = loop ? await loop.stop() : 0;
+      if (into) nextOf.set(into, (nextOf.get(into) ?? 0) + applied);
+      const m = { condition, rps: round(r.requests.total / SECONDS, 1), p50_ms: r.latency.p50, cpu_ms: round(cpu * 1000 / r.requests.total, 3), errors: r.non2xx + r.errors, applied };
+      log(`F2 ${condition}: ${m.rps} req/s, p50 ${m.p50_ms} ms, server CPU ${m.cpu_ms} ms an answer, ${m.applied} batches applied, ${m.errors} errors`);
+      return m;
+    };
+    const measures = [];
+    try {
+      await measure('warm-up', null);
+      for (let r = 0; r < ROUNDS; r++) {
+        measures.push(await measure('alone', null));
+        measures.push(await measure('beside batches into another directory', other));
+        measures.push(await measure('beside batches into its own directory', own));
+      }
+    } finally {
+      await stopServerProcess(server.child);
+      rmSync(own, { recursive: true, force: true });
+      rmSync(other, { recursive: true, force: true });
+    }
+    console.log('| F2 | req/s | p50 ms | server CPU ms an answer | batches applied |');
+    console.log('|---|---|---|---|---|');
+    for (const m of measures) console.log(`| ${m.condition} | ${m.rps} | ${m.p50_ms} | ${m.cpu_ms} | ${m.applied} |`);
+    results.F2 = { seconds: SECONDS, rounds: ROUNDS, measures };
+  }
+
+  const file = join(ROOT, 'bench', 'results', `follower-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(results, null, 2));
+  console.log(`\nwritten ${file}`);
+}
+
+await main();
