@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { BATCH_THREADS, DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -217,7 +217,7 @@ async function applyLocked(
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const paths = layerPaths(currentDir, current);
-    const sourceState = () => (state ??= openSnapshotState(paths, opts.threads ?? BATCH_THREADS));
+    const sourceState = () => (state ??= openSnapshotState(paths, opts.threads));
     await fs.mkdir(tmp, { recursive: true });
     const chosen = await choose(current, sourceState, tmp);
     if (chosen === null) return null;
@@ -252,7 +252,7 @@ async function applyLocked(
         overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
         liftRows: opts.liftRows ?? LIFT_ROWS,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
-        memoryLimit: opts.memoryLimit, threads: opts.threads ?? BATCH_THREADS, signal: building.signal,
+        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
       });
       return { built, seconds: (performance.now() - started) / 1000 };
     })();

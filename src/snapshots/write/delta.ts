@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -121,7 +121,7 @@ interface Build {
  */
 export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   const instance = await openInstance(':memory:', {
-    threads: String(input.threads ?? 1),
+    threads: String(input.threads ?? BATCH_THREADS),
     memory_limit: input.memoryLimit ?? '2GB',
     temp_directory: input.tempDir,
   });

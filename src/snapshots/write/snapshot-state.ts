@@ -5,7 +5,7 @@ import { listValue, type DuckDBConnection, type DuckDBInstance, type DuckDBValue
 import { openInstance } from '../../duckdb/open-instance.js';
 
 import type { SourceState } from './batch-validator.js';
-import { mergedState } from '../delta-layout.js';
+import { BATCH_THREADS, mergedState } from '../delta-layout.js';
 import { attachLayers, type LayerPaths } from './build-steps.js';
 
 export interface SnapshotState extends SourceState {
@@ -13,7 +13,7 @@ export interface SnapshotState extends SourceState {
 }
 
 /** Opens the source state of a snapshot's layers (read-only), or of a loaded snapshot's DuckDB file at `path`. */
-export async function openSnapshotState(paths: LayerPaths | string, threads = 2): Promise<SnapshotState> {
+export async function openSnapshotState(paths: LayerPaths | string, threads = BATCH_THREADS): Promise<SnapshotState> {
   const instance: DuckDBInstance = await openInstance(':memory:', { threads: String(threads), memory_limit: '256MB' });
   const db: DuckDBConnection = await instance.connect();
   const layers = await attachLayers((sql) => db.run(sql),
