@@ -12,10 +12,7 @@ import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueToken } from '../src/access/tokens.js';
-import { loadConfig } from '../src/config.js';
-import { openStateStore } from '../src/store/open-store.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, linkedCopy, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches } from './stream-batches.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -33,10 +30,7 @@ async function main(): Promise<void> {
   const total = STEPS.reduce((a, b) => a + b, 0);
   const { largest, streamed, untouched, order } = await streamBatches(BENCH_DIR, orgs, total, log);
   linkedCopy(BENCH_DIR, WORK, baseId);
-  const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
-  const tokens = new Map<string, string>();
-  for (const name of [largest, ...streamed, ...untouched]) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
-  await store.close();
+  const tokens = await organizationTokens(WORK, [largest, ...streamed, ...untouched]);
   const server = await startServerProcess({ RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0', DATA_DIR: WORK });
   const pid = server.child.pid!;
   const page = (names: string[]) => () => {

@@ -20,12 +20,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { listSnapshotIds, readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
-import { openStateStore } from '../src/store/open-store.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, percentile, ROOT, startServerProcess, stopServerProcess, writeResults, type BenchRow } from './lib.js';
+import { A_QUERY, type BenchRow, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, organizationTokens, percentile, ROOT, startServerProcess, stopServerProcess, writeResults } from './lib.js';
 import { diskKb as kb } from '../test/helpers/disk.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -56,10 +54,7 @@ async function main(): Promise<void> {
     await writeSampleChanges(SOURCE, join(batches, 'k2'), { batches: 40, workspaces: 1000, seed: 22, organizations: hundred });
   }
   linkedCopy(BENCH_DIR, WORK, baseId);
-  const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
-  const tokens = new Map<string, string>();
-  for (const o of [orgs[0]!, ...small]) tokens.set(o.name, (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench' })).token);
-  await store.close();
+  const tokens = await organizationTokens(WORK, [orgs[0]!, ...small].map((o) => o.name));
   cpSync(join(WORK, 'state'), join(BENCH_DIR, 'state-changes'), { recursive: true });
 
   const env = { RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0' };

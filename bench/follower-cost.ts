@@ -14,11 +14,8 @@ import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueToken } from '../src/access/tokens.js';
-import { loadConfig } from '../src/config.js';
-import { openStateStore } from '../src/store/open-store.js';
 import { applyBatch } from '../src/snapshots/write/apply.js';
-import { benchSnapshot, CLI, cpuSeconds, linkedCopy, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
+import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches, type StreamBatch } from './stream-batches.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -100,10 +97,7 @@ async function main(): Promise<void> {
     const other = join(BENCH_DIR, 'follower-f2-other');
     linkedCopy(BENCH_DIR, own, baseId);
     linkedCopy(BENCH_DIR, other, baseId);
-    const store = await openStateStore(loadConfig({ DATA_DIR: own }));
-    const tokens = new Map<string, string>();
-    for (const name of untouched) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
-    await store.close();
+    const tokens = await organizationTokens(own, untouched);
     const server = await startServerProcess({ RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0', DATA_DIR: own });
     const pid = server.child.pid!;
     const small = order.filter((b) => b.size === 'small');

@@ -3,9 +3,12 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { issueToken } from '../src/access/tokens.js';
+import { loadConfig } from '../src/config.js';
 import { openInstance } from '../src/duckdb/open-instance.js';
 import { writeSample, type SampleOptions } from '../src/sample/sample.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
+import { openStateStore } from '../src/store/open-store.js';
 
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
@@ -33,6 +36,18 @@ export async function organizations(dir: string): Promise<Org[]> {
   c.closeSync();
   db.closeSync();
   return r.getRows().map(([name, n]) => ({ name: name as string, workspaces: Number(n) }));
+}
+
+/** An organization token for each of `names`, issued in `dataDir`'s own store (before a server opens it). */
+export async function organizationTokens(dataDir: string, names: readonly string[], description = 'bench'): Promise<Map<string, string>> {
+  const store = await openStateStore(loadConfig({ DATA_DIR: dataDir }));
+  const tokens = new Map<string, string>();
+  try {
+    for (const name of names) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description })).token);
+  } finally {
+    await store.close();
+  }
+  return tokens;
 }
 
 /** A data directory whose current snapshot is `from`'s snapshot `id`, its files hard links (no disk). */

@@ -31,12 +31,9 @@ import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueToken } from '../src/access/tokens.js';
-import { loadConfig } from '../src/config.js';
-import { openStateStore } from '../src/store/open-store.js';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { streamBatches } from './stream-batches.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, organizationTokens, percentile, ROOT, startServerProcess, stopServerProcess } from './lib.js';
 import { diskKb as kb } from '../test/helpers/disk.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -108,10 +105,7 @@ async function main(): Promise<void> {
 async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; largest: string; streamed: string[]; untouched: string[]; order: { dir: string; name: string }[] }): Promise<LoadRun> {
   log(`the ${load} load`);
   linkedCopy(BENCH_DIR, WORK, s.baseId);
-  const store = await openStateStore(loadConfig({ DATA_DIR: WORK }));
-  const tokens = new Map<string, string>();
-  for (const name of [s.largest, ...s.streamed, ...s.untouched]) tokens.set(name, (await issueToken(store, { kind: 'organization', organization: name, description: 'bench' })).token);
-  await store.close();
+  const tokens = await organizationTokens(WORK, [s.largest, ...s.streamed, ...s.untouched]);
   // The batches are copied into the spool beforehand: at each tick the producer only renames one into incoming/.
   rmSync(SPOOL, { recursive: true, force: true });
   mkdirSync(join(SPOOL, 'incoming'), { recursive: true });

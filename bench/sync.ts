@@ -14,11 +14,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { issueToken } from '../src/access/tokens.js';
-import { loadConfig } from '../src/config.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
-import { openStateStore } from '../src/store/open-store.js';
-import { benchSnapshot, CLI, cpuSeconds, linkedCopy, ROOT, startServerProcess, stopServerProcess, writeResults, type BenchRow } from './lib.js';
+import { type BenchRow, benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, ROOT, startServerProcess, stopServerProcess, writeResults } from './lib.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -38,10 +35,7 @@ async function main(): Promise<void> {
   const largest = orgs[0]!;
   const small = [...orgs].sort((a, b) => Math.abs(a.workspaces - 500) - Math.abs(b.workspaces - 500))[0]!;
   linkedCopy(BENCH_DIR, UP, baseId);
-  const store = await openStateStore(loadConfig({ DATA_DIR: UP }));
-  const tokens = new Map<string, string>();
-  for (const o of [largest, small]) tokens.set(o.name, (await issueToken(store, { kind: 'organization', organization: o.name, description: 'bench-sync' })).token);
-  await store.close();
+  const tokens = await organizationTokens(UP, [largest, small].map((o) => o.name), 'bench-sync');
   const upstream = await startServerProcess({ DATA_DIR: UP, RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_POLL_MS: '500' });
   const host = new URL(upstream.url).host;
 
