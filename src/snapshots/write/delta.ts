@@ -145,9 +145,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const access = await accessAfter(b);
     const batch = await batchCounts(b);
     const hidden = await findHidden(b, touchedNames, organizationKeys);
-    const overlaid = await writeOverlay(b, touchedNames, organizationKeys, organizationRows);
-    const held = heldAll.filter((o) => overlaid[o] === undefined);
-    for (const o of Object.keys(overlaid)) delete hidden[o];
+    const { whole, carried } = await writeOverlay(b, touchedNames, organizationKeys, organizationRows);
+    const overlaid = { ...whole, ...carried };
+    // A carried organization stays held: its overlay copy is its lowest layer, and the deltas' rows of it
+    // (this batch's, or an earlier one's) still lie over that copy.
+    const held = heldAll.filter((o) => whole[o] === undefined);
+    for (const o of Object.keys(whole)) delete hidden[o];
     const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
     await checkpoint(b, Object.keys(overlaid).length > 0);
     return {
@@ -488,9 +491,9 @@ async function writeGroupedViews({ run, all, db }: Build, write: ViewWriter, org
  * rows taken out of the new delta: its write is its compaction), with the organizations carried over from the
  * overlays this one replaces as the layers under the deltas have them. An organization the batch deletes is
  * written whole too, with no rows: the overlay then hides what lies below it by its key, and no delta needs
- * to. Returns what the overlay holds (name → key).
+ * to. Returns what the overlay holds (name → key): the organizations written whole, and those carried.
  */
-async function writeOverlay(b: Build, touched: string[], keys: Record<string, number>, organizationRows: Record<string, Record<string, number>>): Promise<Record<string, number>> {
+async function writeOverlay(b: Build, touched: string[], keys: Record<string, number>, organizationRows: Record<string, Record<string, number>>): Promise<{ whole: Record<string, number>; carried: Record<string, number> }> {
   const { input, run, all, db, overlays } = b;
   const { current } = input;
   const deltaHeld = new Set([...(current.major ? current.majorOrganizations ?? [] : []), ...(current.delta ? current.deltaOrganizations ?? [] : [])]);
@@ -502,7 +505,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
     if (keys[o] === undefined || (keys[o] === before && size(o) <= input.overlay.wholeRows)) whole[o] = before;
   }
   const carried = Object.fromEntries(Object.entries(input.overlay.carried).filter(([o]) => whole[o] === undefined));
-  if (Object.keys(whole).length + Object.keys(carried).length === 0) return {};
+  if (Object.keys(whole).length + Object.keys(carried).length === 0) return { whole, carried };
   const sequence = (current.sequence ?? 0) + 1;
   if (sequence * OVERLAY_POSITIONS >= OVERLAY_POSITION_BASE) throw new Error(`batch ${sequence} since the load: load a source again before applying more`);
   // Keys and names from our manifest, never a client's: written out as constant lists.
@@ -548,7 +551,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
   await run(`DELETE FROM out.replaced_workspaces WHERE organization IN (${nameList(whole)})`);
   await run(`DELETE FROM out.held_organizations WHERE name IN (${nameList(whole)})`);
   for (const kind of Object.keys(WORKSPACE_STATE)) await run(`DELETE FROM out.source_${kind} WHERE organization IN (${nameList(whole)})`);
-  return { ...whole, ...carried };
+  return { whole, carried };
 }
 
 /**
