@@ -9,7 +9,7 @@
 //     data directory (the CPU, and a snapshot switch after each). The difference between the last two is
 //     what switching costs; between the first two, what sharing the cores costs.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
-// FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2).
+// FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2), FOLLOWER_THREADS (F1's thread counts: 2,1).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ const BATCHES = Number(process.env.FOLLOWER_BATCHES ?? 20);
 const ROUNDS = Number(process.env.FOLLOWER_ROUNDS ?? 2);
 const SECONDS = Number(process.env.FOLLOWER_SECONDS ?? 30);
 const SCENARIOS = new Set((process.env.FOLLOWER_SCENARIOS ?? 'F1,F2').split(','));
+const THREADS = (process.env.FOLLOWER_THREADS ?? '2,1').split(',').map(Number);
 const log = (m: string) => console.error(`[bench-follower] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
   if (SCENARIOS.has('F1')) {
     const rounds: { threads: number; batches: Applied[] }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      for (const threads of [2, 1]) {
+      for (const threads of THREADS) {
         const batches = await applyAll(baseId, order.slice(0, BATCHES), threads);
         rounds.push({ threads, batches });
         const small = batches.filter((b) => b.size === 'small');
@@ -82,10 +83,10 @@ async function main(): Promise<void> {
       const all = rounds.filter((r) => r.threads === threads).flatMap((r) => r.batches.slice(1)).filter((b) => b.size === size);
       return { cpu_p50: round(percentile(all.map((b) => b.cpu), 0.5)), cpu_max: round(Math.max(...all.map((b) => b.cpu))), seconds_p50: round(percentile(all.map((b) => b.seconds), 0.5)), n: all.length };
     };
-    const f1: Record<string, { small: ReturnType<typeof figures>; large: ReturnType<typeof figures> }> = Object.fromEntries([1, 2].map((t) => [`threads_${t}`, { small: figures(t, 'small'), large: figures(t, 'large') }]));
+    const f1: Record<string, { small: ReturnType<typeof figures>; large: ReturnType<typeof figures> }> = Object.fromEntries(THREADS.map((t) => [`threads_${t}`, { small: figures(t, 'small'), large: figures(t, 'large') }]));
     console.log('| F1 | small CPU p50 (max) | small time p50 | large CPU p50 (max) | large time p50 |');
     console.log('|---|---|---|---|---|');
-    for (const t of [2, 1]) {
+    for (const t of THREADS) {
       const f = f1[`threads_${t}`]!;
       console.log(`| ${t} thread(s) | ${f.small.cpu_p50} s (${f.small.cpu_max}) | ${f.small.seconds_p50} s | ${f.large.cpu_p50} s (${f.large.cpu_max}) | ${f.large.seconds_p50} s |`);
     }
