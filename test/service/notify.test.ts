@@ -21,6 +21,12 @@ import { startReceiver, type Answer, type Receiver } from '../helpers/receiver.j
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** `p`, or an error naming `what` once `ms` have passed: a step that hangs then says which it was. */
+function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms / 1000} s`)), ms); });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 const byId = (id: string) => workspaces.find((w) => w.id === id)!;
 
@@ -262,7 +268,7 @@ for (const backend of ['redis', 'redis cluster'] as const) {
         await sleep(50);
       }
       first.child.kill('SIGKILL');
-      await exited(first.child);
+      await within(10_000, 'the first notifier exiting on SIGKILL', exited(first.child));
       let flips = 0;
       // Each round: a batch, a sender started and, once it has asked for the lease (the last one killed may
       // still hold it), killed after a growing delay: from before it took the lease to well into sending.
@@ -270,7 +276,7 @@ for (const backend of ['redis', 'redis cluster'] as const) {
         const batch = join(dir, `batch-${flips}`);
         mkdirSync(batch);
         writeFileSync(join(batch, 'workspaces.ndjson'), ndjson([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0, resources_drifted: flips, resources_undrifted: 11 } }]));
-        await applyBatch(batch, { dataDir: dir, memoryLimit: '512MB' });
+        await within(60_000, `batch ${flips} applied`, applyBatch(batch, { dataDir: dir, memoryLimit: '512MB' }));
         const n = spawnNotifier();
         for (const end = Date.now() + 30_000; !n.lines().some((l) => l.message === 'sending notifications' || l.message === 'another notifier sends; waiting');) {
           if (Date.now() > end) throw new Error('the notifier did not ask for the lease');
@@ -278,7 +284,7 @@ for (const backend of ['redis', 'redis cluster'] as const) {
         }
         await sleep(delay);
         n.child.kill('SIGKILL');
-        await exited(n.child);
+        await within(10_000, `notifier ${flips} exiting on SIGKILL`, exited(n.child));
       }
       // Two at once: one sends, the other waits; the one sending is killed, and the standby finishes.
       const a = spawnNotifier();
@@ -294,12 +300,12 @@ for (const backend of ['redis', 'redis cluster'] as const) {
       const active = await holder();
       const standby = active === a ? b : a;
       active.child.kill('SIGKILL');
-      await exited(active.child);
+      await within(10_000, 'the active notifier exiting on SIGKILL', exited(active.child));
       // One more batch after the kill: only the standby is left to tell of it.
       const last = join(dir, `batch-${flips}`);
       mkdirSync(last);
       writeFileSync(join(last, 'workspaces.ndjson'), ndjson([{ ...byId('ws-aaa2'), drift: { drifted: flips++ % 2 === 0, resources_drifted: flips, resources_undrifted: 11 } }]));
-      await applyBatch(last, { dataDir: dir, memoryLimit: '512MB' });
+      await within(60_000, 'the last batch applied', applyBatch(last, { dataDir: dir, memoryLimit: '512MB' }));
       const deliveries = () => {
         const seen = new Map<string, { at: number; to: string; count: number }>();
         for (const r of receiver.received) {
@@ -316,8 +322,8 @@ for (const backend of ['redis', 'redis cluster'] as const) {
       }
       expect(standby.lines().some((l) => l.message === 'sending notifications'), 'the standby took over').to.equal(true);
       standby.child.kill('SIGTERM');
-      await exited(standby.child);
-      expect(await store.pendingNotifications()).to.deep.equal([]);
+      await within(30_000, 'the standby exiting on SIGTERM', exited(standby.child));
+      expect(await within(10_000, 'the pending notifications read', store.pendingNotifications())).to.deep.equal([]);
       const seen = deliveries();
       expect(seen.size).to.equal(flips);
       for (const [id, v] of seen) expect(v.count, `${id}: at most one repeat`).to.be.at.most(2);
