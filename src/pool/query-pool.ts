@@ -14,6 +14,18 @@ import type {
   ControlMessage, ExportResult, ExportTask, MemoryReport, PageResult, PageTask, RowsResult, RowsTask, Task, WorkerConfig,
 } from '../../workers/protocol.js';
 
+/**
+ * The workers' Node options: the process's own, with require() of ES modules off where Node has it on
+ * (20.19 and later). Piscina first tries require() on a worker's file and imports it when that fails; on
+ * Node 20.20 the require() of our ES module worker has aborted the whole process now and then (an assertion
+ * in Node's module facade, `CreateRequiredModuleFacade`, SIGABRT, once in a full test run on 2026-11-29).
+ * With it off, require() fails at once and the worker is imported, as before Node loaded ES modules by require().
+ */
+export function workerExecArgv(execArgv: readonly string[] = process.execArgv, allowed: { has(flag: string): boolean } = process.allowedNodeEnvironmentFlags): string[] {
+  const off = '--no-experimental-require-module';
+  return [...execArgv, ...(allowed.has(off) && !execArgv.includes(off) ? [off] : [])];
+}
+
 export interface PoolOptions {
   workers: number;
   concurrencyPerWorker: number;
@@ -67,6 +79,7 @@ export class QueryPool {
       // Each worker owns a warm DuckDB instance and page cache: never retire an idle one.
       idleTimeout: Number.MAX_SAFE_INTEGER,
       workerData,
+      execArgv: workerExecArgv(),
     });
     this.channel = new BroadcastChannel(name);
     this.channel.unref();
