@@ -18,15 +18,10 @@ import { freePort } from '../helpers/ports.js';
 import { startTestRedis } from '../helpers/redis.js';
 import { sharedTestCluster } from '../helpers/redis-cluster.js';
 import { startReceiver, type Answer, type Receiver } from '../helpers/receiver.js';
+import { within } from '../helpers/wait.js';
 
 const CLI = new URL('../../src/cli/main.js', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** `p`, or an error naming `what` once `ms` have passed: a step that hangs then says which it was. */
-function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms / 1000} s`)), ms); });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
 const ndjson = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 const byId = (id: string) => workspaces.find((w) => w.id === id)!;
 
