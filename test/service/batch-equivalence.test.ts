@@ -15,7 +15,7 @@ import { seededRandom } from '../../src/sample/random.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { type RunningServer } from '../../src/server.js';
-import { listSnapshotIds, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
+import { listSnapshotIds, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
@@ -174,6 +174,8 @@ describe('change batches answer as a full load of the resulting source', functio
         await loadSnapshot(sources[i]!, { dataDir: viaLoads, memoryLimit: '1GB', label: step.name });
         await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
         await compare(step.name);
+        // Who may read what: derived again only for the organizations whose teams the batch changed (delta.ts accessAfter).
+        expect(await readAccess(viaBatches, manifest.id), `${step.name}: access`).to.deep.equal(await readAccess(viaLoads, (await readCurrentId(viaLoads))!));
         // Tidying at two points (tidy.ts): the smallest organizations the deltas hold written whole into an
         // overlay, the deltas forgetting them; the next batches, a compaction and the overlays' merging go on
         // from there. After the sixth step, with the overlays' bound at one so that the unit merges them; and

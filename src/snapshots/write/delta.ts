@@ -192,12 +192,12 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   const below = [attached.under, ...(input.fold || !attached.major ? [] : [attached.major])];
   const replacing = [...(input.fold && attached.major ? [attached.major] : []), ...(attached.minor ? [attached.minor] : [])];
   const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
+  // Each schema's views in one call: DuckDB runs the statements of one string in turn, and each call of its own
+  // cost a round trip to the engine's thread.
   const layered = async (schema: string, layers: string[]) => {
-    await run(`CREATE SCHEMA ${schema}`);
-    for (const view of VIEW_NAMES) {
-      await run(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`);
-    }
-    for (const kind of stateKinds) await run(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`);
+    await run([`CREATE SCHEMA ${schema}`,
+      ...VIEW_NAMES.map((view) => `CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers, view) : mergedGroupedRows(layers, view)}`),
+      ...stateKinds.map((kind) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(layers, kind)}`)].join(';\n'));
   };
   await layered('base', below);
   const prev = replacing.length > 0 ? 'prev' : null;
@@ -205,11 +205,9 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
     await layered('prev', replacing);
     await run(`CREATE VIEW prev.replaced_workspaces AS SELECT DISTINCT organization, id FROM (${replacing.map((l) => `SELECT organization, id FROM ${l}.replaced_workspaces`).join(' UNION ALL ')})`);
   }
-  for (const kind of stateKinds) {
-    await run(`CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`);
-  }
-  await run(prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
-    : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
+  await run([...stateKinds.map((kind) => `CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`),
+    prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
+      : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false'].join(';\n'));
   return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major, inPlace };
 }
 
@@ -624,15 +622,17 @@ async function countOrganizationRows({ input, all }: Build, organizationKeys: Re
 }
 
 /** Records per source file of S′ (provider and module rows as stored: duplicates merged). */
-async function sourceCounts({ input, count }: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
+async function sourceCounts({ input, count, all }: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
   // The replaced workspaces' rows of S lie in the touched organizations: the test on the organization column
   // comes first, so that the semi join sees those organizations' rows, not every row of S (40 against 6 ms).
   const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
   const replacedRows = (kind: 'providers' | 'modules') =>
     count(`SELECT count(*) FROM ${cur(kind)} WHERE organization IN (${touchedList}) AND workspace_id IN (SELECT id FROM replaced_new)`);
+  const [whole] = await all(`SELECT ${['organizations', 'projects', 'teams', 'team_members'].map((k) => `(SELECT count(*) FROM out.source_${k})`).join(', ')}`);
+  const [organizations, projects, teams, members] = whole!.map(Number);
   return {
-    organizations: await count('SELECT count(*) FROM out.source_organizations'),
-    projects: await count('SELECT count(*) FROM out.source_projects'),
+    organizations: organizations!,
+    projects: projects!,
     workspaces: rows.workspaces ?? 0,
     // S's rows, less those of the workspaces this batch replaced, plus theirs in S′ (the delta's rows of them).
     workspace_providers: (input.current.counts.workspace_providers ?? 0) - await replacedRows('providers')
@@ -640,39 +640,53 @@ async function sourceCounts({ input, count }: Build, rows: Record<string, number
     workspace_modules: (input.current.counts.workspace_modules ?? 0) - await replacedRows('modules')
       + await count('SELECT count(*) FROM out.source_modules WHERE workspace_id IN (SELECT id FROM replaced_new)'),
     workspace_resources: rows.resources ?? 0,
-    teams: await count('SELECT count(*) FROM out.source_teams'),
-    team_members: await count('SELECT count(*) FROM out.source_team_members'),
+    teams: teams!,
+    team_members: members!,
   };
 }
 
 /**
- * Who may read what in S′. It changes only with organizations and teams, and an upserted organization that
- * exists already changes no one's access (access names organizations, teams and members only): a batch that
- * carries its workspaces' organizations, as most do, keeps the access.
+ * Who may read what in S′. It changes only with organizations and teams, and only for the organizations whose
+ * teams the batch upserts or deletes, that it adds or that it deletes (access names organizations, teams and
+ * members only): their entries are derived again from their teams and members in S′, every other entry is the
+ * current snapshot's. Reading every team and member back instead cost a batch that carried a team 0.1 s on
+ * the bench source (docs/performance.md, "Change batches: fewer statements, each organization's rows read once").
  */
-async function accessAfter({ input, all, count }: Build): Promise<AccessData> {
-  const changed = await count(`SELECT (SELECT count(*) FROM bs.source_organizations WHERE name NOT IN (SELECT name FROM ${cur('organizations')}))
-    + (SELECT count(*) FROM bs.source_teams)
-    + (SELECT count(*) FROM b_deletions WHERE kind IN ('organization', 'team'))`) > 0;
-  if (!changed) return input.currentAccess;
-  return accessOf(
-    (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string),
-    (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams')) as [string, string, boolean, boolean][],
-    (await all('SELECT organization, team, "user" FROM out.source_team_members')) as [string, string, string][],
-  );
+async function accessAfter({ input, run, all }: Build): Promise<AccessData> {
+  await run(`CREATE TEMP TABLE access_orgs AS SELECT name FROM bs.source_organizations WHERE name NOT IN (SELECT name FROM ${cur('organizations')})
+    UNION SELECT organization FROM bs.source_teams
+    UNION SELECT coalesce(organization, name) FROM b_deletions WHERE kind IN ('organization', 'team')`);
+  const changed = new Set((await all('SELECT name FROM access_orgs')).map(([n]) => n as string));
+  if (changed.size === 0) return input.currentAccess;
+  const part = accessOf([],
+    (await all('SELECT organization, name, read_workspaces, read_projects FROM out.source_teams WHERE organization IN (SELECT name FROM access_orgs)')) as [string, string, boolean, boolean][],
+    (await all('SELECT organization, team, "user" FROM out.source_team_members WHERE organization IN (SELECT name FROM access_orgs)')) as [string, string, string][]);
+  const current = input.currentAccess;
+  const others = <T>(r: Record<string, T>) => Object.entries(r).filter(([o]) => !changed.has(o));
+  const users: Record<string, string[]> = {};
+  for (const [user, orgs] of Object.entries(current.userOrganizations)) {
+    const kept = orgs.filter((o) => !changed.has(o));
+    if (kept.length > 0) users[user] = kept;
+  }
+  for (const [user, orgs] of Object.entries(part.userOrganizations)) users[user] = [...users[user] ?? [], ...orgs].sort();
+  const byKey = <T>(entries: [string, T][]) => Object.fromEntries(entries.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  return {
+    organizations: (await all('SELECT name FROM out.source_organizations')).map(([n]) => n as string).sort(),
+    qualifyingTeams: byKey([...others(current.qualifyingTeams), ...Object.entries(part.qualifyingTeams)]),
+    teams: byKey([...others(current.teams), ...Object.entries(part.teams)]),
+    userOrganizations: byKey(Object.entries(users)),
+  };
 }
 
 /** How many records of each kind the batch upserted and deleted. */
-async function batchCounts({ count }: Build): Promise<BatchCounts> {
+async function batchCounts({ all }: Build): Promise<BatchCounts> {
+  const kinds = ['organization', 'project', 'workspace', 'team'] as const;
+  const [row] = await all(`SELECT ${kinds.map((k) => `(SELECT count(*) FROM bs.source_${k}s)`).join(', ')},
+    ${kinds.map((k) => `(SELECT count(*) FROM b_deletions WHERE kind = '${k}')`).join(', ')}`);
+  const n = row!.map(Number);
   return {
-    upserted: {
-      organizations: await count('SELECT count(*) FROM bs.source_organizations'),
-      projects: await count('SELECT count(*) FROM bs.source_projects'),
-      workspaces: await count('SELECT count(*) FROM bs.source_workspaces'),
-      teams: await count('SELECT count(*) FROM bs.source_teams'),
-    },
-    deleted: Object.fromEntries(await Promise.all((['organization', 'project', 'workspace', 'team'] as const).map(async (k) =>
-      [`${k}s`, await count(`SELECT count(*) FROM b_deletions WHERE kind = '${k}'`)]))),
+    upserted: Object.fromEntries(kinds.map((k, i) => [`${k}s`, n[i]!])),
+    deleted: Object.fromEntries(kinds.map((k, i) => [`${k}s`, n[kinds.length + i]!])),
   };
 }
 
