@@ -137,8 +137,9 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const organizationKeys = await giveOrganizationKeys(b);
     const write = viewWriter(b, (input.current.sequence ?? 0) + 1);
     await writeWorkspaceViews(b, write, patches);
+    const touchedNames = (await all('SELECT name FROM touched ORDER BY name')).map(([n]) => n as string);
+    await readTouched(b, touchedNames, organizationKeys);
     await writeGroupedViews(b, write, organizationKeys);
-    const touchedNames = (await all('SELECT name FROM touched')).map(([n]) => n as string);
     const heldAll = await writeHeld(b, touchedNames);
     const { organizationRows, rows } = await countOrganizationRows(b, organizationKeys, touchedNames);
     const counts = await sourceCounts(b, rows, touchedNames);
@@ -449,26 +450,88 @@ async function writeWorkspaceViews(b: Build, write: ViewWriter, patches: boolean
 }
 
 /**
- * Views grouped across workspaces: every row of each touched organization, from S′ (the merged workspaces
- * view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
+ * The columns of the workspaces view the grouped views read back, as the names their statements give them (the
+ * merged workspaces view gives the workspaces' values back: its fields built as `w.<column>` are those columns).
+ * Only these: the workspaces view is wide.
  */
-async function writeGroupedViews({ run, all, db }: Build, write: ViewWriter, organizationKeys: Record<string, number>): Promise<void> {
-  await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
-  const workspacesDecl = VIEW_DECLS.find((d) => d.name === 'workspaces')!;
-  // Only the columns the grouped views read: the workspaces view is wide, and these scans read every workspace.
+function groupedSourceColumns(): { column: string; as: string }[] {
   const grouped = VIEW_DECLS.filter((d) => !workspaceColumn(d.name)).map((d) => d.from).join('\n');
-  const back = workspacesDecl.fields.filter((f) => /^w\.\w+$/.test(f.build) && new RegExp(`\\b${f.build.slice(2)}\\b`).test(grouped))
-    .map((f) => `${ident(declaredColumn(f))} AS ${f.build.slice(2)}`);
+  return VIEW_DECLS.find((d) => d.name === 'workspaces')!.fields
+    .filter((f) => /^w\.\w+$/.test(f.build) && new RegExp(`\\b${f.build.slice(2)}\\b`).test(grouped))
+    .map((f) => ({ column: declaredColumn(f), as: f.build.slice(2) }));
+}
+
+/** The kinds of source state (besides the views with rows per workspace) whose touched rows `readTouched` copies. */
+const TOUCHED_STATE = ['providers', 'modules'] as const;
+
+/**
+ * The touched organizations' rows of the layers under the deltas (`under`), read once each into `t_<table>`:
+ * the largest reads a batch makes, through the zone maps of tables of millions of rows. Their standing rows
+ * over the deltas (`overTouched`) then give the grouped views' source rows, the organizations' row counts,
+ * the source counts and the positions the deltas hide, each of which read the same rows again before
+ * (docs/performance.md, "Change batches: fewer statements, each organization's rows read once"). Per view
+ * with rows per workspace, only the columns those read; per kind of source state, every column (few).
+ */
+async function readTouched({ run, under }: Build, touchedNames: string[], organizationKeys: Record<string, number>): Promise<void> {
+  // Keys and names from our manifest and the batch's validated records, written out as constants, which
+  // DuckDB tests against the zone maps in the scans themselves: one scan per organization, where a list of
+  // them is few enough. A scan for a list tests every row group between the list's least and greatest value
+  // (touched organizations lie all over the key order); a scan for one organization only its own: 137 against
+  // 212 ms for nine small organizations' rows of the four tables on the bench base.
+  const key = ident(ORGANIZATION_KEY_COLUMN);
+  // The tests of each scan, on `column` holding the constants `values`.
+  const scans = (column: string, values: string[]) => (values.length === 0 ? ['false']
+    : values.length <= SCANS_APART ? values.map((v) => `${column} = ${v}`) : [`${column} IN (${values.join(', ')})`]);
+  const byKey = scans(key, touchedNames.filter((n) => organizationKeys[n] !== undefined).map((n) => String(Math.trunc(organizationKeys[n]!))));
+  const byName = scans('organization', touchedNames.map(sqlLiteral));
+  const back = groupedSourceColumns().map((c) => ident(c.column));
+  await run([
+    ...VIEW_NAMES.filter((v) => workspaceColumn(v)).map((view) => {
+      const columns = [...new Set(['_org', key, ident(POSITION_COLUMN), ident(workspaceColumn(view)!), ...(view === 'workspaces' ? back : [])])];
+      return `CREATE TEMP TABLE ${touchedTable(view)} AS ${byKey.map((test) => `SELECT ${columns.join(', ')} FROM ${under}.${ident(view)} WHERE ${test}`).join('\n  UNION ALL ')}`;
+    }),
+    ...TOUCHED_STATE.map((kind) => `CREATE TEMP TABLE ${touchedTable(`source_${kind}`)} AS ${byName.map((test) => `SELECT * FROM ${under}.source_${kind} WHERE ${test}`).join('\n  UNION ALL ')}`),
+  ].join(';\n'));
+}
+
+/** Up to this many touched organizations, readTouched scans for each apart; more, for the list of them. */
+const SCANS_APART = 32;
+
+const touchedTable = (table: string) => ident(`t_${table}`);
+
+/**
+ * `columns` (of alias b) of the touched organizations' rows of `table` (a view with rows per workspace, or a
+ * source-state kind, its workspace in `column`) that stand over the layers `over` (aliases, older first): the
+ * rows under the deltas (readTouched) and each layer's rows that `test` keeps, less those whose workspace a later
+ * layer replaced, as mergedViewRows and mergedState merge them.
+ */
+function overTouched(table: string, column: string, columns: string, over: readonly string[], test: string): string {
+  const layers = [touchedTable(table), ...over.map((l) => `${l}.${table}`)];
+  return layers.map((rows, i) => `SELECT ${columns} FROM (SELECT * FROM ${rows}${i > 0 ? ` WHERE ${test}` : ''}) b${
+    over.slice(i).map((l, j) => ` ANTI JOIN (SELECT id FROM ${l}.replaced_workspaces) r${j} ON r${j}.id = b.${ident(column)}`).join('')}`).join('\n  UNION ALL ');
+}
+
+/** The layers over those under the deltas in S′ (`kept` is the older delta when the new one is a newer delta over it). */
+const afterLayers = ({ kept }: Build) => [...(kept ? [kept] : []), 'out'];
+/** And in S. */
+const beforeLayers = ({ kept, prev }: Build) => [...(kept ? [kept] : []), ...(prev ? [prev] : [])];
+
+/** Views grouped across workspaces: every row of each touched organization, from its rows in S′. */
+async function writeGroupedViews(b: Build, write: ViewWriter, organizationKeys: Record<string, number>): Promise<void> {
+  const { run, all, db } = b;
+  await run(`CREATE TEMP TABLE agg_orgs AS SELECT name FROM touched WHERE name IN (SELECT name FROM out.source_organizations)`);
   for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
-  // The touched organizations' keys and names written out (ours, never a client's) as constant lists, which
-  // DuckDB tests in the scans themselves.
+  // The touched organizations' keys and names written out (ours, never a client's) as constant lists.
   const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
   const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
   const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
-  await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.join(', ')} FROM ${mergedViewRows(['base', 'out'], 'workspaces')} t
+  const back = groupedSourceColumns();
+  await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.map((c) => `${ident(c.column)} AS ${c.as}`).join(', ')} FROM (${
+    overTouched('workspaces', workspaceColumn('workspaces')!, back.map((c) => `b.${ident(c.column)}`).join(', ') + `, b.${ident(ORGANIZATION_KEY_COLUMN)}`, afterLayers(b), `${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`)}) t
     WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`);
-  for (const kind of ['providers', 'modules'] as const) {
-    await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM ${mergedState(['base', 'out'], kind)} u WHERE u.organization IN (${names})`);
+  for (const kind of TOUCHED_STATE) {
+    await run(`CREATE TEMP TABLE src_${kind} AS SELECT * FROM (${overTouched(`source_${kind}`, WORKSPACE_STATE[kind], 'b.*', afterLayers(b), `organization IN (${names})`)}) u
+      WHERE u.organization IN (${names})`);
   }
   await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
     UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
@@ -558,11 +621,10 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
  * of the workspaces the new delta replaces and, for a newer delta over an older one, the older one's, each
  * looked up by the organization's key as a reader looks them up.
  */
-async function findHidden({ input, run, all, under, kept }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
+async function findHidden({ input, run, all, kept }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
   const orgs = touched.filter((o) => keys[o] !== undefined);
   if (orgs.length === 0) return {};
-  // Keys from our manifest, never a client's: written out as constants, one organization's scan at a time,
-  // which the zone maps keep to its row groups.
+  // Keys from our manifest, never a client's: written out as constants.
   const keyList = orgs.map((o) => Math.trunc(keys[o]!)).join(', ');
   await run(`CREATE TEMP TABLE hidden_ws AS SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList})${
     kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${keyList})` : ''}`);
@@ -573,8 +635,8 @@ async function findHidden({ input, run, all, under, kept }: Build, touched: stri
     const column = workspaceColumn(view);
     if (!column) continue;
     for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
-    const hits = [...byKey.keys()].map((k) => `SELECT _org_key, ${position} AS p FROM ${under}.${ident(view)}
-      WHERE _org_key = ${k} AND ${ident(column)} IN (SELECT id FROM hidden_ws WHERE _org_key = ${k})`).join('\n  UNION ALL ');
+    // The rows under the deltas, as readTouched read them.
+    const hits = `SELECT t._org_key, t.${position} AS p FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)}`;
     // Runs of consecutive positions: a position less its rank is the same along a run.
     for (const [k, first, last, n] of await all(`SELECT _org_key, min(p), max(p), count(*) FROM (
         SELECT _org_key, p, p - row_number() OVER (PARTITION BY _org_key ORDER BY p) AS run FROM (${hits}))
@@ -602,7 +664,8 @@ async function writeHeld({ input, db, run, inPlace }: Build, touchedNames: strin
 }
 
 /** Rows per organization and view: those of S for the organizations no batch has touched, counted for the others. */
-async function countOrganizationRows({ input, all }: Build, organizationKeys: Record<string, number>, touchedNames: string[]) {
+async function countOrganizationRows(b: Build, organizationKeys: Record<string, number>, touchedNames: string[]) {
+  const { input, all } = b;
   const organizationRows: Record<string, Record<string, number>> = {};
   const rows: Record<string, number> = {};
   const touchedSet = new Set(touchedNames);
@@ -611,8 +674,10 @@ async function countOrganizationRows({ input, all }: Build, organizationKeys: Re
   for (const view of VIEW_NAMES) {
     const counts: Record<string, number> = {};
     for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
-    const merged = workspaceColumn(view) ? mergedViewRows(['base', 'out'], view) : `out.${ident(view)}`;
-    for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${ident(ORGANIZATION_KEY_COLUMN)} IN (${keyList}) GROUP BY _org`)) {
+    const key = ident(ORGANIZATION_KEY_COLUMN);
+    const column = workspaceColumn(view);
+    const merged = column ? `(${overTouched(view, column, `b._org, b.${key}`, afterLayers(b), `${key} IN (${keyList})`)})` : `out.${ident(view)}`;
+    for (const [org, n] of await all(`SELECT _org, count(*) FROM ${merged} t WHERE t.${key} IN (${keyList}) GROUP BY _org`)) {
       counts[org as string] = Number(n);
     }
     organizationRows[view] = counts;
@@ -622,12 +687,13 @@ async function countOrganizationRows({ input, all }: Build, organizationKeys: Re
 }
 
 /** Records per source file of S′ (provider and module rows as stored: duplicates merged). */
-async function sourceCounts({ input, count, all }: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
-  // The replaced workspaces' rows of S lie in the touched organizations: the test on the organization column
-  // comes first, so that the semi join sees those organizations' rows, not every row of S (40 against 6 ms).
+async function sourceCounts(b: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
+  const { input, count, all } = b;
+  // The replaced workspaces' rows of S lie in the touched organizations, whose rows under the deltas readTouched read.
   const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
-  const replacedRows = (kind: 'providers' | 'modules') =>
-    count(`SELECT count(*) FROM ${cur(kind)} WHERE organization IN (${touchedList}) AND workspace_id IN (SELECT id FROM replaced_new)`);
+  const replacedRows = (kind: (typeof TOUCHED_STATE)[number]) =>
+    count(`SELECT count(*) FROM (${overTouched(`source_${kind}`, WORKSPACE_STATE[kind], 'b.workspace_id', beforeLayers(b), `organization IN (${touchedList})`)}) t
+      WHERE workspace_id IN (SELECT id FROM replaced_new)`);
   const [whole] = await all(`SELECT ${['organizations', 'projects', 'teams', 'team_members'].map((k) => `(SELECT count(*) FROM out.source_${k})`).join(', ')}`);
   const [organizations, projects, teams, members] = whole!.map(Number);
   return {
