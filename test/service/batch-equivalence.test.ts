@@ -146,7 +146,9 @@ describe('change batches answer as a full load of the resulting source', functio
         // Organizations up to the median size written whole into overlays, the others layered, and overlays
         // merged every other batch: both layouts, an organization that outgrows its overlay, several overlays
         // and merged ones are compared.
-        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4 });
+        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4,
+          // The touched organizations' rows read by a list of keys every other batch, and named rather than kept every third.
+          touchedRead: { scansApart: i % 2 === 0 ? 0 : undefined, tableRows: i % 3 === 0 ? 0 : undefined } });
         const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
         let manifest: Manifest;
         if (i === steps.length - 1) {

@@ -13,7 +13,7 @@ import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVE
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
-import { buildDelta, type BatchCounts } from './delta.js';
+import { buildDelta, type BatchCounts, type DeltaInput } from './delta.js';
 import { DATABASE_FILE } from './load.js';
 import { coalescible, overlayState, readBatch, writeCoalesced, type ReadBatch } from './coalesce.js';
 import { openSnapshotState, type SnapshotState } from './snapshot-state.js';
@@ -58,6 +58,8 @@ export interface ApplyOptions {
   memoryLimit?: string;
   /** DuckDB threads of the batch's build and of its validation (BATCH_THREADS). */
   threads?: number;
+  /** How the build reads the touched organizations' rows (delta.ts readTouched): its defaults unless given. */
+  touchedRead?: DeltaInput['touchedRead'];
 }
 
 /**
@@ -252,7 +254,7 @@ async function applyLocked(
         overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
         liftRows: opts.liftRows ?? LIFT_ROWS,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
-        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal,
+        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal, touchedRead: opts.touchedRead,
       });
       return { built, seconds: (performance.now() - started) / 1000 };
     })();

@@ -50,6 +50,8 @@ export interface DeltaInput {
   threads?: number;
   /** Interrupts the build (its statement in flight, then every next one): validation found the batch bad. */
   signal?: AbortSignal;
+  /** How the touched organizations' rows are read (readTouched): scans apart up to this many (SCANS_APART), kept up to this many rows (TOUCHED_TABLE_ROWS). */
+  touchedRead?: { scansApart?: number; tableRows?: number };
 }
 
 /** Per kind of record (organization, project, workspace, team): how many the batch upserted and deleted. */
@@ -133,7 +135,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await stageBatch(b);
     const patches = await findReplaced(b);
     b.lifted = await liftFromOlder(b);
-    await writeSourceState(b);
+    await writeSourceState(b, patches);
     const organizationKeys = await giveOrganizationKeys(b);
     const write = viewWriter(b, (input.current.sequence ?? 0) + 1);
     await writeWorkspaceViews(b, write, patches);
@@ -300,13 +302,16 @@ function liftedRows({ kept, lifted }: Build, table: string, column: string, by: 
 const liftedNames = (lifted: Record<string, number>) => Object.keys(lifted).map(sqlLiteral).join(', ');
 
 /** The source state of S′: the small kinds whole, the replaced workspaces' rows of the others. */
-async function writeSourceState(b: Build): Promise<void> {
-  const { run, prev, inPlace } = b;
+async function writeSourceState(b: Build, patches: boolean): Promise<void> {
+  const { run, count, prev, inPlace } = b;
+  // Most batches change no team: their teams and members stand as the current delta has them.
+  const teamsChange = (await count('SELECT (SELECT count(*) FROM bs.source_teams) + (SELECT count(*) FROM bs.source_team_members) + (SELECT count(*) FROM del_teams) + (SELECT count(*) FROM del_orgs)')) > 0;
   // Each table: the rows of `from` (alias t) that `kept` keeps, then `added`. In place, the copy of the
   // current delta (whose table `from` reads: the whole kinds' newest layer, or the replaced workspaces'
-  // rows) loses the others.
-  const stored = async (table: string, from: string | null, kept: string, added: string[], columns = '*') => {
+  // rows) loses the others, unless the batch changes none of them (`unchanged`).
+  const stored = async (table: string, from: string | null, kept: string, added: string[], columns = '*', unchanged = false) => {
     if (inPlace) {
+      if (unchanged) return;
       await run(`DELETE FROM out.${table} t WHERE (${kept}) IS NOT TRUE`);
       for (const select of added) await run(`INSERT INTO out.${table} BY NAME ${select}`);
       return;
@@ -323,14 +328,15 @@ async function writeSourceState(b: Build): Promise<void> {
   const teamGone = (name: string) => `t.organization IN (SELECT name FROM del_orgs)
     OR EXISTS (SELECT 1 FROM del_teams d WHERE d.organization = t.organization AND d.name = t.${name})
     OR EXISTS (SELECT 1 FROM bs.source_teams b WHERE b.organization = t.organization AND b.name = t.${name})`;
-  await stored('source_teams', cur('teams'), `NOT (${teamGone('name')})`, ['SELECT * FROM bs.source_teams']);
-  await stored('source_team_members', cur('team_members'), `NOT (${teamGone('team')})`, ['SELECT * FROM bs.source_team_members']);
+  await stored('source_teams', cur('teams'), `NOT (${teamGone('name')})`, ['SELECT * FROM bs.source_teams'], '*', !teamsChange);
+  await stored('source_team_members', cur('team_members'), `NOT (${teamGone('team')})`, ['SELECT * FROM bs.source_team_members'], '*', !teamsChange);
   for (const [kind, column] of Object.entries(WORKSPACE_STATE)) {
     const table = `source_${kind}`;
     const lifted = liftedRows(b, table, column, 'name');
     await stored(table, prev ? `prev.${table}` : null, `t.${column} NOT IN (SELECT id FROM replaced_new)`, [
       `SELECT * FROM bs.${table}`,
-      `SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`,
+      // The patched workspaces' rows, read through the layers: none unless a project was renamed or an organization re-identified.
+      ...(patches ? [`SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`] : []),
       ...(lifted ? [lifted] : []),
     ]);
   }
@@ -394,7 +400,8 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
     // The base's columns, whatever the code builds today: every layer of a stack then has the same
     // columns in the same order (readers union them by position), and a base loaded before a column was
     // added (the list members) is served as it was until the next full load.
-    const columns = (await all(`SELECT column_name FROM (DESCRIBE base.${ident(view)})`)).map(([c]) => ident(c as string));
+    // Asked of the base's table, not of the merged view over the layers, whose binding cost 3–4 ms a view.
+    const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
     // In place, the table is the current delta's: its rows that do not stand go.
     if (inPlace) await run(`DELETE FROM out.${ident(view)} WHERE ${kept ? `(${kept}) IS NOT TRUE` : 'true'}`);
     else await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
@@ -481,14 +488,14 @@ async function readTouched({ input, run, under }: Build, touchedNames: string[],
   const key = ident(ORGANIZATION_KEY_COLUMN);
   // The tests of each scan, on `column` holding the constants `values`.
   const scans = (column: string, values: string[]) => (values.length === 0 ? ['false']
-    : values.length <= SCANS_APART ? values.map((v) => `${column} = ${v}`) : [`${column} IN (${values.join(', ')})`]);
+    : values.length <= (input.touchedRead?.scansApart ?? SCANS_APART) ? values.map((v) => `${column} = ${v}`) : [`${column} IN (${values.join(', ')})`]);
   const byKey = scans(key, touchedNames.filter((n) => organizationKeys[n] !== undefined).map((n) => String(Math.trunc(organizationKeys[n]!))));
   const byName = scans('organization', touchedNames.map(sqlLiteral));
   const back = groupedSourceColumns().map((c) => ident(c.column));
   // Many rows (a batch that touches a large organization) are read again by each step rather than kept: kept,
   // they cost a 1,000-workspace batch a tenth more.
   const rows = touchedNames.reduce((a, o) => a + (input.current.organizationRows?.workspaces?.[o] ?? 0) + (input.current.organizationRows?.resources?.[o] ?? 0), 0);
-  const kind = rows <= TOUCHED_TABLE_ROWS ? 'TABLE' : 'VIEW';
+  const kind = rows <= (input.touchedRead?.tableRows ?? TOUCHED_TABLE_ROWS) ? 'TABLE' : 'VIEW';
   await run([
     ...VIEW_NAMES.filter((v) => workspaceColumn(v)).map((view) => {
       const columns = [...new Set(['_org', key, ident(POSITION_COLUMN), ident(workspaceColumn(view)!), ...(view === 'workspaces' ? back : [])])];
