@@ -17,9 +17,10 @@ import {
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
 import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
-import { deletionsFile } from './batch-validator.js';
+import { deletionsFile, type SourceState } from './batch-validator.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
 import { sourceStateStatements, stagingStatements } from './staging.js';
+import { stateOn, type SnapshotState } from './snapshot-state.js';
 import { viewStatements } from './view-files.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
@@ -50,6 +51,12 @@ export interface DeltaInput {
   threads?: number;
   /** Interrupts the build (its statement in flight, then every next one): validation found the batch bad. */
   signal?: AbortSignal;
+  /**
+   * Validation, run beside the build on a connection of its own to the build's instance, over the layers the
+   * build attached (snapshot-state.ts stateOn): the instance, its attachments and its cache serve both. The build
+   * ends only once it has settled.
+   */
+  validate?: (state: SourceState) => Promise<unknown>;
   /** How the touched organizations' rows are read (readTouched): scans apart up to this many (SCANS_APART), kept up to this many rows (TOUCHED_TABLE_ROWS). */
   touchedRead?: { scansApart?: number; tableRows?: number };
 }
@@ -129,9 +136,17 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   });
   const db = await instance.connect();
   const { run, rows: all, release } = interruptible(db, input.signal);
+  let validation: Promise<unknown> | undefined;
+  let state: SnapshotState | undefined;
   try {
     const count = async (sql: string) => Number((await all(sql))[0]![0]);
-    const b: Build = { input, db, run, all, count, lifted: {}, ...await attachStack(input, db, run) };
+    const { stack, ...stacked } = await attachStack(input, db, run);
+    if (input.validate) {
+      const stateDb = await instance.connect();
+      state = await stateOn(stateDb, stack, () => stateDb.closeSync());
+      validation = input.validate(state);
+    }
+    const b: Build = { input, db, run, all, count, lifted: {}, ...stacked };
     await stageBatch(b);
     const patches = await findReplaced(b);
     b.lifted = await liftFromOlder(b);
@@ -161,6 +176,9 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       replacedWorkspaces, counts, access, batch,
     };
   } finally {
+    // Validation reads through this instance: it closes once validation is done, whatever the build came to.
+    await validation?.catch(() => undefined);
+    state?.close();
     release();
     db.closeSync();
     instance.closeSync();
@@ -172,7 +190,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'kept' | 'inPlace'>> {
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'kept' | 'inPlace'> & { stack: string[] }> {
   const attached = await attachLayers(run, input.layers);
   // A newer delta over the current newer delta is that file, copied by the kernel, less the rows this batch
   // replaces and plus its own: DuckDB's checkpoint then writes the row groups the batch changed and keeps the
@@ -211,7 +229,7 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   await run([...stateKinds.map((kind) => `CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`),
     prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false'].join(';\n'));
-  return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major, inPlace };
+  return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major, inPlace, stack: attached.stack };
 }
 
 /**

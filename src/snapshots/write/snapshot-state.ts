@@ -18,47 +18,54 @@ export async function openSnapshotState(paths: LayerPaths | string, threads = BA
   const db: DuckDBConnection = await instance.connect();
   const layers = await attachLayers((sql) => db.run(sql),
     typeof paths === 'string' ? { base: paths, whole: null, overlays: [], major: null, minor: null } : paths);
-  await db.run('CREATE SCHEMA state');
-  for (const kind of ['organizations', 'projects', 'workspaces'] as const) {
-    await db.run(`CREATE VIEW state.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)}`);
-  }
+  return stateOn(db, layers.stack, () => {
+    db.closeSync();
+    instance.closeSync();
+  });
+}
+
+/**
+ * The source state of the layers `stack` (attached aliases, attachLayers' `stack`) read on `db`, a connection
+ * of its own: its views are the connection's own (temporary), so that it can share an instance with a writer
+ * that attached the layers (a batch's build: delta.ts). `close` is what its close() does.
+ */
+export async function stateOn(db: DuckDBConnection, stack: readonly string[], close: () => void): Promise<SnapshotState> {
+  await db.run((['organizations', 'projects', 'workspaces'] as const)
+    .map((kind) => `CREATE TEMP VIEW state_source_${kind} AS SELECT * FROM ${mergedState(stack, kind)}`).join(';\n'));
   /** `sql` with each of `lists` bound as a list parameter (none asked: no rows). */
   const rows = async (sql: string, ...lists: string[][]): Promise<unknown[][]> =>
     lists[0]!.length === 0 ? [] : (await db.runAndReadAll(sql, lists.map((l) => listValue(l) as DuckDBValue))).getRows();
   const within = 'IN (SELECT unnest(?::VARCHAR[]))';
   return {
     async organizations(names) {
-      const found = await rows(`SELECT name, id FROM state.source_organizations WHERE name ${within}`, names);
+      const found = await rows(`SELECT name, id FROM state_source_organizations WHERE name ${within}`, names);
       return new Map(found.map(([name, id]) => [name as string, { id: (id as string | null) ?? null }]));
     },
     async organizationIds(ids) {
-      const found = await rows(`SELECT id, name FROM state.source_organizations WHERE id ${within}`, ids);
+      const found = await rows(`SELECT id, name FROM state_source_organizations WHERE id ${within}`, ids);
       return new Map(found.map(([id, name]) => [id as string, name as string]));
     },
     async projects(ids) {
-      const found = await rows(`SELECT id, organization, name FROM state.source_projects WHERE id ${within}`, ids);
+      const found = await rows(`SELECT id, organization, name FROM state_source_projects WHERE id ${within}`, ids);
       return new Map(found.map(([id, organization, name]) => [id as string, { organization: organization as string, name: name as string }]));
     },
     async workspaces(ids) {
-      const found = await rows(`SELECT id, organization, name, project_id FROM state.source_workspaces WHERE id ${within}`, ids);
+      const found = await rows(`SELECT id, organization, name, project_id FROM state_source_workspaces WHERE id ${within}`, ids);
       return new Map(found.map(([id, organization, name, project]) => [id as string, { organization: organization as string, name: name as string, project_id: project as string }]));
     },
     async workspacesNamed(keys) {
       // A join on both columns, not a test of their concatenation: that built a string for every workspace of
       // S, three to seven times slower (80 against 12 ms on a million workspaces).
       const pairs = keys.map((k) => k.split('\n'));
-      const found = await rows(`SELECT w.organization, w.name, w.id FROM state.source_workspaces w
+      const found = await rows(`SELECT w.organization, w.name, w.id FROM state_source_workspaces w
         JOIN (SELECT unnest(?::VARCHAR[]) AS organization, unnest(?::VARCHAR[]) AS name) k ON k.organization = w.organization AND k.name = w.name`,
       pairs.map((p) => p[0]!), pairs.map((p) => p.slice(1).join('\n')));
       return new Map(found.map(([organization, name, id]) => [`${organization}\n${name}`, id as string]));
     },
     async workspacesOfProjects(ids) {
-      const found = await rows(`SELECT project_id, list(id ORDER BY id) FROM state.source_workspaces WHERE project_id ${within} GROUP BY project_id`, ids);
+      const found = await rows(`SELECT project_id, list(id ORDER BY id) FROM state_source_workspaces WHERE project_id ${within} GROUP BY project_id`, ids);
       return new Map(found.map(([project, list]) => [project as string, ((list as { items: unknown[] }).items ?? []) as string[]]));
     },
-    close() {
-      db.closeSync();
-      instance.closeSync();
-    },
+    close,
   };
 }
