@@ -146,7 +146,7 @@ export type StateKind = (typeof WHOLE_STATE)[number] | keyof typeof WORKSPACE_ST
  * With an organization's key, only that organization's replaced workspaces are looked up: the tables are
  * stored in key order, so the lookup reads a few row groups instead of every replaced workspace.
  */
-const standing = (rows: string, column: string, later: readonly string[], organizationKey?: OrganizationKey) =>
+export const standing = (rows: string, column: string, later: readonly string[], organizationKey?: OrganizationKey) =>
   `SELECT b.* FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT ${organizationKey === 'each' ? '_org_key, ' : ''}id FROM ${delta}.replaced_workspaces${
     typeof organizationKey === 'number' ? ` WHERE _org_key = ${Math.trunc(organizationKey)}` : ''}) r${i} ON r${i}.id = b.${ident(column)}${
     organizationKey === 'each' ? ` AND r${i}._org_key = b._org_key` : ''}`).join('')}`;

@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -538,8 +538,8 @@ const touchedTable = (table: string) => ident(`t_${table}`);
  */
 function overTouched(table: string, column: string, columns: string, over: readonly string[], test: string): string {
   const layers = [touchedTable(table), ...over.map((l) => `${l}.${table}`)];
-  return layers.map((rows, i) => `SELECT ${columns} FROM (SELECT * FROM ${rows}${i > 0 ? ` WHERE ${test}` : ''}) b${
-    over.slice(i).map((l, j) => ` ANTI JOIN (SELECT id FROM ${l}.replaced_workspaces) r${j} ON r${j}.id = b.${ident(column)}`).join('')}`).join('\n  UNION ALL ');
+  return layers.map((rows, i) => `SELECT ${columns} FROM (${standing(`(SELECT * FROM ${rows}${i > 0 ? ` WHERE ${test}` : ''})`, column, over.slice(i))}) b`)
+    .join('\n  UNION ALL ');
 }
 
 /** The layers over those under the deltas in S′ (`kept` is the older delta when the new one is a newer delta over it). */
