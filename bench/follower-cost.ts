@@ -14,7 +14,8 @@ import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyBatch } from '../src/snapshots/write/apply.js';
+import { applyBatch, type ApplyResult } from '../src/snapshots/write/apply.js';
+import { BUILD_STEPS } from '../src/snapshots/write/delta.js';
 import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches, type StreamBatch } from './stream-batches.js';
 
@@ -28,7 +29,7 @@ const THREADS = (process.env.FOLLOWER_THREADS ?? '2,1').split(',').map(Number);
 const log = (m: string) => console.error(`[bench-follower] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
-interface Applied { size: StreamBatch['size']; cpu: number; seconds: number }
+interface Applied { size: StreamBatch['size']; cpu: number; seconds: number; steps: ApplyResult['steps'] }
 
 /** F1: each batch's CPU (the process's, validation included) and time, on `threads` DuckDB threads. */
 async function applyAll(baseId: string, order: StreamBatch[], threads: number): Promise<Applied[]> {
@@ -39,9 +40,9 @@ async function applyAll(baseId: string, order: StreamBatch[], threads: number): 
     for (const b of order) {
       const before = process.cpuUsage();
       const started = performance.now();
-      await applyBatch(b.dir, { dataDir: work, threads, keep: 30, keepDays: 0 });
+      const { steps } = await applyBatch(b.dir, { dataDir: work, threads, keep: 30, keepDays: 0 });
       const c = process.cpuUsage(before);
-      out.push({ size: b.size, cpu: (c.user + c.system) / 1e6, seconds: (performance.now() - started) / 1000 });
+      out.push({ size: b.size, cpu: (c.user + c.system) / 1e6, seconds: (performance.now() - started) / 1000, steps });
     }
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -81,7 +82,9 @@ async function main(): Promise<void> {
     // The first batch of each run pays for the process's first DuckDB instance and reads: left out.
     const figures = (threads: number, size: StreamBatch['size']) => {
       const all = rounds.filter((r) => r.threads === threads).flatMap((r) => r.batches.slice(1)).filter((b) => b.size === size);
-      return { cpu_p50: round(percentile(all.map((b) => b.cpu), 0.5)), cpu_max: round(Math.max(...all.map((b) => b.cpu))), seconds_p50: round(percentile(all.map((b) => b.seconds), 0.5)), n: all.length };
+      // Each step of the delta's build (delta.ts BUILD_STEPS), milliseconds at the median: where the time goes.
+      const steps_ms_p50 = Object.fromEntries(BUILD_STEPS.map((step) => [step, round(percentile(all.map((b) => (b.steps[step] ?? 0) * 1000), 0.5), 1)]));
+      return { cpu_p50: round(percentile(all.map((b) => b.cpu), 0.5)), cpu_max: round(Math.max(...all.map((b) => b.cpu))), seconds_p50: round(percentile(all.map((b) => b.seconds), 0.5)), n: all.length, steps_ms_p50 };
     };
     const f1: Record<string, { small: ReturnType<typeof figures>; large: ReturnType<typeof figures> }> = Object.fromEntries(THREADS.map((t) => [`threads_${t}`, { small: figures(t, 'small'), large: figures(t, 'large') }]));
     console.log('| F1 | small CPU p50 (max) | small time p50 | large CPU p50 (max) | large time p50 |');
@@ -90,6 +93,9 @@ async function main(): Promise<void> {
       const f = f1[`threads_${t}`]!;
       console.log(`| ${t} thread(s) | ${f.small.cpu_p50} s (${f.small.cpu_max}) | ${f.small.seconds_p50} s | ${f.large.cpu_p50} s (${f.large.cpu_max}) | ${f.large.seconds_p50} s |`);
     }
+    console.log(`\n| F1 step, ms at the median | ${THREADS.map((t) => `small, ${t} thread(s) | large, ${t} thread(s)`).join(' | ')} |`);
+    console.log(`|---|${THREADS.map(() => '---|---').join('|')}|`);
+    for (const step of BUILD_STEPS) console.log(`| ${step} | ${THREADS.map((t) => `${f1[`threads_${t}`]!.small.steps_ms_p50[step]} | ${f1[`threads_${t}`]!.large.steps_ms_p50[step]}`).join(' | ')} |`);
     results.F1 = { batches: BATCHES, rounds: ROUNDS, ...f1 };
   }
 

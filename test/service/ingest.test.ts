@@ -17,6 +17,7 @@ import { listSnapshotIds, readCurrentId, readManifest, snapshotPath } from '../.
 import { openStateStore } from '../../src/store/open-store.js';
 import { acquireWriterLock } from '../../src/snapshots/writer-lock.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { BUILD_STEPS } from '../../src/snapshots/write/delta.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { cli } from '../helpers/cli.js';
 
@@ -176,6 +177,11 @@ describe('explorer apply and explorer ingest', function () {
       expect(applied.snapshot).to.equal(manifest.id);
       expect(applied.delay_seconds).to.be.a('number').and.at.least(0);
       expect(applied.upserted.workspaces).to.be.above(0);
+      // Where the batch's time went: each step of its delta's build, in order, within the build's own seconds.
+      expect(Object.keys(applied.steps)).to.deep.equal([...BUILD_STEPS]);
+      const stepSeconds = Object.values(applied.steps as Record<string, number>);
+      for (const seconds of stepSeconds) expect(seconds).to.be.a('number').and.at.least(0);
+      expect(stepSeconds.reduce((a, b) => a + b, 0)).to.be.above(0).and.at.most(applied.phases.write + 0.01);
     } finally {
       f.child.kill('SIGTERM');
       await exited(f.child);

@@ -13,7 +13,7 @@ import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVE
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch, type SourceState } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
-import { buildDelta, type BatchCounts, type DeltaInput } from './delta.js';
+import { buildDelta, type BatchCounts, type BuildStep, type DeltaInput } from './delta.js';
 import { DATABASE_FILE } from './load.js';
 import { coalescible, overlayState, readBatch, writeCoalesced, type ReadBatch } from './coalesce.js';
 import { openSnapshotState, type SnapshotState } from './snapshot-state.js';
@@ -115,6 +115,8 @@ export interface ApplyResult {
    * side by side), then seconds spent switching (links, manifest, CURRENT).
    */
   phases: { validate: number; write: number; switch: number };
+  /** Seconds of each step of the delta's build (delta.ts BUILD_STEPS); none when the batch was already applied. */
+  steps: Partial<Record<BuildStep, number>>;
 }
 
 /** The files of a batch a digest covers: the source files and deletions, plain or gzipped. */
@@ -225,7 +227,7 @@ async function applyLocked(
     const chosen = await choose(current, sourceState, tmp);
     if (chosen === null) return null;
     if (chosen === 'applied') {
-      return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 } };
+      return { manifest: current, alreadyApplied: true, batch: { upserted: {}, deleted: {} }, seconds: (performance.now() - started) / 1000, phases: { validate: 0, write: 0, switch: 0 }, steps: {} };
     }
     const { dir, records, label, source } = chosen;
     // The newer delta is folded into the older one once it replaces enough workspaces or grows large, and a
@@ -345,6 +347,7 @@ async function applyLocked(
     return {
       manifest, alreadyApplied: false, batch: delta.batch, seconds: (performance.now() - started) / 1000,
       phases: { validate: validated.value.seconds, write: written.value.seconds, switch: (switched - built) / 1000 },
+      steps: delta.steps,
     };
   } finally {
     // Gone already when it became the snapshot; else what a failed or declined apply wrote.

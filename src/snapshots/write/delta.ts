@@ -86,7 +86,13 @@ export interface DeltaResult {
   counts: Record<string, number>;
   access: AccessData;
   batch: BatchCounts;
+  /** Seconds of each step of the build (BUILD_STEPS), wall time: where a batch's time goes, validation running beside it. */
+  steps: Record<BuildStep, number>;
 }
+
+/** The build's steps, in the order they run, as DeltaResult.steps names them. */
+export const BUILD_STEPS = ['attach', 'stage', 'source_state', 'workspace_views', 'touched_rows', 'grouped_views', 'counts', 'overlay', 'checkpoint'] as const;
+export type BuildStep = (typeof BUILD_STEPS)[number];
 
 /** Below this many rows of workspaces and resources, a delta is written uncompressed (see the checkpoint below). */
 const UNCOMPRESSED_ROWS = 20_000;
@@ -129,6 +135,14 @@ interface Build {
  * Each step's temporary tables are named where they are made; later steps read them by those names.
  */
 export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
+  // Each step's seconds end where the next one's begin: opening the instance counts as attaching.
+  const steps = {} as Record<BuildStep, number>;
+  let since = performance.now();
+  const stepDone = (step: BuildStep) => {
+    const now = performance.now();
+    steps[step] = (now - since) / 1000;
+    since = now;
+  };
   const instance = await openInstance(':memory:', {
     threads: String(input.threads ?? BATCH_THREADS),
     memory_limit: input.memoryLimit ?? '2GB',
@@ -146,23 +160,30 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
       state = await stateOn(stateDb, stack, () => stateDb.closeSync());
       validation = input.validate(state);
     }
+    stepDone('attach');
     const b: Build = { input, db, run, all, count, lifted: {}, ...stacked };
     await stageBatch(b);
     const patches = await findReplaced(b);
     b.lifted = await liftFromOlder(b);
+    stepDone('stage');
     await writeSourceState(b, patches);
     const organizationKeys = await giveOrganizationKeys(b);
+    stepDone('source_state');
     const write = viewWriter(b, (input.current.sequence ?? 0) + 1);
     await writeWorkspaceViews(b, write, patches);
+    stepDone('workspace_views');
     const touchedNames = (await all('SELECT name FROM touched ORDER BY name')).map(([n]) => n as string);
     await readTouched(b, touchedNames, organizationKeys);
+    stepDone('touched_rows');
     await writeGroupedViews(b, write, organizationKeys);
+    stepDone('grouped_views');
     const heldAll = await writeHeld(b, touchedNames);
     const { organizationRows, rows } = await countOrganizationRows(b, organizationKeys, touchedNames);
     const counts = await sourceCounts(b, rows, touchedNames);
     const access = await accessAfter(b);
     const batch = await batchCounts(b);
     const hidden = await findHidden(b, touchedNames, organizationKeys);
+    stepDone('counts');
     const { whole, carried } = await writeOverlay(b, touchedNames, organizationKeys, organizationRows);
     const overlaid = { ...whole, ...carried };
     // A carried organization stays held: its overlay copy is its lowest layer, and the deltas' rows of it
@@ -170,10 +191,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     const held = heldAll.filter((o) => whole[o] === undefined);
     for (const o of Object.keys(whole)) delete hidden[o];
     const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
+    stepDone('overlay');
     await checkpoint(b, Object.keys(overlaid).length > 0);
+    stepDone('checkpoint');
     return {
       organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), lifted: Object.keys(b.lifted).sort(),
-      replacedWorkspaces, counts, access, batch,
+      replacedWorkspaces, counts, access, batch, steps,
     };
   } finally {
     // Validation reads through this instance: it closes once validation is done, whatever the build came to.

@@ -247,9 +247,7 @@ async function ingestCoalesced(spool: string, names: string[], opts: IngestOptio
   const current = Date.parse(m.createdAt);
   const delays = m.batches!.slice(-applied).map((b) => round((current - Date.parse(b.arrivedAt)) / 1000));
   opts.log('info', 'batch applied', {
-    batches: names.slice(0, applied), snapshot: m.id, upserted: result.batch.upserted, deleted: result.batch.deleted,
-    seconds: round(result.seconds), phases: Object.fromEntries(Object.entries(result.phases).map(([k, v]) => [k, round(v)])),
-    delay_seconds: Math.max(...delays), delays_seconds: delays,
+    batches: names.slice(0, applied), ...appliedFields(result), delay_seconds: Math.max(...delays), delays_seconds: delays,
   });
   return applied;
 }
@@ -286,12 +284,17 @@ async function ingestOne(spool: string, name: string, opts: IngestOptions): Prom
     opts.log('info', 'batch already applied', { batches: [name], snapshot: m.id });
   } else {
     opts.log('info', 'batch applied', {
-      batches: [name], snapshot: m.id, upserted: result.batch.upserted, deleted: result.batch.deleted,
-      seconds: round(result.seconds), phases: Object.fromEntries(Object.entries(result.phases).map(([k, v]) => [k, round(v)])),
-      delay_seconds: round((Date.parse(m.createdAt) - arrivedAt.getTime()) / 1000),
+      batches: [name], ...appliedFields(result), delay_seconds: round((Date.parse(m.createdAt) - arrivedAt.getTime()) / 1000),
     });
   }
   return true;
 }
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
+const rounded = (r: Partial<Record<string, number>>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v!)]));
+
+/** What a 'batch applied' line says of the snapshot: counts, seconds, each phase's and each build step's seconds. */
+const appliedFields = (result: ApplyResult) => ({
+  snapshot: result.manifest.id, upserted: result.batch.upserted, deleted: result.batch.deleted,
+  seconds: round(result.seconds), phases: rounded(result.phases), steps: rounded(result.steps),
+});
