@@ -322,7 +322,7 @@ async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<s
     if (bound > 0 && older.has(o) && !deleted.has(o) && key !== undefined && size(o) <= bound) lifted[o] = key;
   }
   await run(kept && Object.keys(lifted).length > 0
-    ? `CREATE TEMP TABLE lifted_replaced AS SELECT organization, id FROM ${kept}.replaced_workspaces WHERE organization IN (${liftedNames(lifted)})`
+    ? `CREATE TEMP TABLE lifted_replaced AS SELECT organization, id FROM ${kept}.replaced_workspaces WHERE organization IN (${nameConstants(Object.keys(lifted))})`
     : 'CREATE TEMP TABLE lifted_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false');
   return lifted;
 }
@@ -334,13 +334,19 @@ async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<s
  */
 function liftedRows({ kept, lifted }: Build, table: string, column: string, by: 'key' | 'name'): string | null {
   if (!kept || Object.keys(lifted).length === 0) return null;
-  const test = by === 'key' ? `_org_key IN (${Object.values(lifted).map((k) => Math.trunc(k)).join(', ')})` : `organization IN (${liftedNames(lifted)})`;
+  const test = by === 'key' ? `_org_key IN (${keyConstants(Object.values(lifted))})` : `organization IN (${nameConstants(Object.keys(lifted))})`;
   return `SELECT * FROM ${kept}.${table} WHERE ${test}
     AND ${column} NOT IN (SELECT id FROM cur_replaced) AND ${column} NOT IN (SELECT id FROM replaced_new)`;
 }
 
-/** Names and keys from our manifest, never a client's: written out as constant lists, which the scans test. */
-const liftedNames = (lifted: Record<string, number>) => Object.keys(lifted).map(sqlLiteral).join(', ');
+/**
+ * Organization keys from our manifest, never a client's, written out as a constant list (`NULL` for none):
+ * DuckDB tests constants against the zone maps in the scans themselves, where a join or a parameter is tested
+ * row by row.
+ */
+const keyConstants = (keys: Iterable<number>) => [...keys].map((k) => Math.trunc(k)).join(', ') || 'NULL';
+/** Organization names, from our manifest and the batch's validated records, written out the same way as literals. */
+const nameConstants = (names: Iterable<string>) => [...names].map(sqlLiteral).join(', ') || 'NULL';
 
 /** The source state of S′: the small kinds whole, the replaced workspaces' rows of the others. */
 async function writeSourceState(b: Build, patches: boolean): Promise<void> {
@@ -577,8 +583,8 @@ async function writeGroupedViews(b: Build, write: ViewWriter, organizationKeys: 
   for (const t of ['src_workspaces', 'src_providers', 'src_modules']) await run(`DROP TABLE ${t}`);
   // The touched organizations' keys and names written out (ours, never a client's) as constant lists.
   const aggregated = (await all('SELECT name FROM agg_orgs ORDER BY name')).map(([n]) => n as string);
-  const keys = aggregated.map((n) => organizationKeys[n]!).join(', ') || 'NULL';
-  const names = aggregated.map(sqlLiteral).join(', ') || 'NULL';
+  const keys = keyConstants(aggregated.map((n) => organizationKeys[n]!));
+  const names = nameConstants(aggregated);
   const back = groupedSourceColumns();
   await run(`CREATE TEMP TABLE src_workspaces AS SELECT ${back.map((c) => `${ident(c.column)} AS ${c.as}`).join(', ')} FROM (${
     overTouched('workspaces', workspaceColumn('workspaces')!, back.map((c) => `b.${ident(c.column)}`).join(', ') + `, b.${ident(ORGANIZATION_KEY_COLUMN)}`, afterLayers(b), `${ident(ORGANIZATION_KEY_COLUMN)} IN (${keys})`)}) t
@@ -624,8 +630,8 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
   const sequence = (current.sequence ?? 0) + 1;
   if (sequence * OVERLAY_POSITIONS >= OVERLAY_POSITION_BASE) throw new Error(`batch ${sequence} since the load: load a source again before applying more`);
   // Keys and names from our manifest, never a client's: written out as constant lists.
-  const keyList = (r: Record<string, number>) => Object.values(r).map((k) => Math.trunc(k)).join(', ') || 'NULL';
-  const nameList = (r: Record<string, number>) => Object.keys(r).map(sqlLiteral).join(', ') || 'NULL';
+  const keyList = (r: Record<string, number>) => keyConstants(Object.values(r));
+  const nameList = (r: Record<string, number>) => nameConstants(Object.keys(r));
   await run(`ATTACH ${sqlLiteral(input.overlay.path)} AS ov (STORAGE_VERSION '${STORAGE_VERSION}')`);
   // Each organization written whole read by its own key or name, which the scans test against their zone
   // maps (a list of keys is tested row by row: 2.2 s for ten organizations' workspaces on the bench base);
@@ -634,7 +640,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
   const carriedFrom = (table: string, by: 'key' | 'name') => overlays.flatMap((o) => {
     const mine = Object.keys(o.organizations).filter((org) => carried[org] !== undefined);
     if (mine.length === 0) return [];
-    return [`SELECT * FROM ${o.alias}.${table} WHERE ${by === 'key' ? `${key} IN (${mine.map((org) => Math.trunc(carried[org]!)).join(', ')})` : `organization IN (${mine.map(sqlLiteral).join(', ')})`}`];
+    return [`SELECT * FROM ${o.alias}.${table} WHERE ${by === 'key' ? `${key} IN (${keyConstants(mine.map((org) => carried[org]!))})` : `organization IN (${nameConstants(mine)})`}`];
   });
   const union = (branches: string[], empty: string) => `(${branches.length > 0 ? branches.join('\n  UNION ALL ') : `SELECT * FROM ${empty} WHERE false`})`;
   const rows = (view: string) => union([
@@ -679,7 +685,7 @@ async function findHidden({ input, run, all, kept }: Build, touched: string[], k
   const orgs = touched.filter((o) => keys[o] !== undefined);
   if (orgs.length === 0) return {};
   // Keys from our manifest, never a client's: written out as constants.
-  const keyList = orgs.map((o) => Math.trunc(keys[o]!)).join(', ');
+  const keyList = keyConstants(orgs.map((o) => keys[o]!));
   await run(`CREATE TEMP TABLE hidden_ws AS SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList})${
     kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${keyList})` : ''}`);
   const position = ident(POSITION_COLUMN);
@@ -724,7 +730,7 @@ async function countOrganizationRows(b: Build, organizationKeys: Record<string, 
   const rows: Record<string, number> = {};
   const touchedSet = new Set(touchedNames);
   // Keys from our own manifest, never a client's: integers written out so that zone maps skip the rest.
-  const keyList = touchedNames.map((n) => organizationKeys[n]).filter((k) => k !== undefined).join(', ') || '0';
+  const keyList = keyConstants(touchedNames.flatMap((n) => (organizationKeys[n] === undefined ? [] : [organizationKeys[n]!])));
   for (const view of VIEW_NAMES) {
     const counts: Record<string, number> = {};
     for (const [org, n] of Object.entries(input.current.organizationRows?.[view] ?? {})) if (!touchedSet.has(org) && organizationKeys[org] !== undefined) counts[org] = n;
@@ -744,7 +750,7 @@ async function countOrganizationRows(b: Build, organizationKeys: Record<string, 
 async function sourceCounts(b: Build, rows: Record<string, number>, touchedNames: string[]): Promise<Record<SourceFile, number>> {
   const { input, count, all } = b;
   // The replaced workspaces' rows of S lie in the touched organizations, whose rows under the deltas readTouched read.
-  const touchedList = touchedNames.map(sqlLiteral).join(', ') || 'NULL';
+  const touchedList = nameConstants(touchedNames);
   const replacedRows = (kind: (typeof TOUCHED_STATE)[number]) =>
     count(`SELECT count(*) FROM (${overTouched(`source_${kind}`, WORKSPACE_STATE[kind], 'b.workspace_id', beforeLayers(b), `organization IN (${touchedList})`)}) t
       WHERE workspace_id IN (SELECT id FROM replaced_new)`);
