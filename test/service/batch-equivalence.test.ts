@@ -178,11 +178,13 @@ describe('change batches answer as a full load of the resulting source', functio
         await compare(step.name);
         // Who may read what: derived again only for the organizations whose teams the batch changed (delta.ts accessAfter).
         expect(await readAccess(viaBatches, manifest.id), `${step.name}: access`).to.deep.equal(await readAccess(viaLoads, (await readCurrentId(viaLoads))!));
-        // Tidying at two points (tidy.ts): the smallest organizations the deltas hold written whole into an
+        // Tidying at three points (tidy.ts): the smallest organizations the deltas hold written whole into an
         // overlay, the deltas forgetting them; the next batches, a compaction and the overlays' merging go on
-        // from there. After the sixth step, with the overlays' bound at one so that the unit merges them; and
-        // after a step the seed draws, before or after a compaction, a fold or an edge batch.
-        if (i === tidyAt || i === 5) {
+        // from there. After the first step's fold, so that the next batch touches a tidied organization whose
+        // rows the older delta's file still stores; after the sixth step, with the overlays' bound at one so
+        // that the unit merges them; and after a step the seed draws, before or after a compaction, a fold or
+        // an edge batch.
+        if (i === 0 || i === tidyAt || i === 5) {
           const tidied = await tidyUnit(viaBatches, { maxRows: Number.MAX_SAFE_INTEGER, unitRows: wholeRows, memoryLimit: '1GB', maxOverlays: i === 5 ? 1 : 4 });
           if (tidied) {
             forms.add('tidied');

@@ -686,8 +686,13 @@ async function findHidden({ input, run, all, kept }: Build, touched: string[], k
   if (orgs.length === 0) return {};
   // Keys from our manifest, never a client's: written out as constants.
   const keyList = keyConstants(orgs.map((o) => keys[o]!));
+  // The older delta's only for the organizations the manifest says it holds: a reader reads no other's rows
+  // there, and what the file still stores of an organization it forgot (tidy.ts) lies in that organization's
+  // lowest layer now, which those rows must not hide.
+  const olderHolds = new Set(input.current.majorOrganizations ?? []);
+  const olderKeys = keyConstants(orgs.filter((o) => olderHolds.has(o)).map((o) => keys[o]!));
   await run(`CREATE TEMP TABLE hidden_ws AS SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList})${
-    kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${keyList})` : ''}`);
+    kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${olderKeys})` : ''}`);
   const position = ident(POSITION_COLUMN);
   const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {} }]));
   const byKey = new Map(orgs.map((o) => [Math.trunc(keys[o]!), hidden[o]!]));
