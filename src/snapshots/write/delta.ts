@@ -234,7 +234,13 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   const form = await db.run('SELECT organization FROM f_base.source_providers LIMIT 0').then(() => true, () => false);
   if (!form) throw new Error('the current snapshot stores its source state in an older form: load a source again before applying batches');
   const below = [attached.under, ...(input.fold || !attached.major ? [] : [attached.major])];
-  const replacing = [...(input.fold && attached.major ? [attached.major] : []), ...(attached.minor ? [attached.minor] : [])];
+  // A fold writes of each delta only the organizations the manifest says it holds: what it still stores of one
+  // tidying took off its list lies in that organization's overlay (tidy.ts), so the older delta a fold writes
+  // holds what the deltas hold, not everything they ever held.
+  const replacing = [
+    ...(input.fold && attached.major ? [await listedOnly(db, run, attached.major, input.current.majorOrganizations)] : []),
+    ...(attached.minor ? [input.fold ? await listedOnly(db, run, attached.minor, input.current.deltaOrganizations) : attached.minor] : []),
+  ];
   const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
   // Each schema's views in one call: DuckDB runs the statements of one string in turn, and each call of its own
   // cost a round trip to the engine's thread.
@@ -253,6 +259,28 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
     prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false'].join(';\n'));
   return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major, inPlace, stack: attached.stack };
+}
+
+/**
+ * The delta attached as `alias` as read for the organizations `listed` alone: itself when it stores no other,
+ * else the schema `<alias>_listed` of views over its tables without the others' rows, replaced workspaces,
+ * source state and grouped rows. Names, not keys: a deleted organization's replaced workspaces have no key.
+ */
+async function listedOnly(db: DuckDBConnection, run: Build['run'], alias: string, listed: readonly string[] | undefined): Promise<string> {
+  const holds = new Set(listed ?? []);
+  const stored = (await db.runAndReadAll(`SELECT name FROM ${alias}.held_organizations`)).getRows().map(([n]) => n as string);
+  const forgotten = stored.filter((o) => !holds.has(o));
+  if (forgotten.length === 0) return alias;
+  const names = nameConstants(forgotten);
+  const schema = `${alias}_listed`;
+  await run([`CREATE SCHEMA ${schema}`,
+    ...VIEW_NAMES.map((view) => `CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${alias}.${ident(view)} WHERE _org NOT IN (${names})`),
+    `CREATE VIEW ${schema}.replaced_workspaces AS SELECT * FROM ${alias}.replaced_workspaces WHERE organization NOT IN (${names})`,
+    `CREATE VIEW ${schema}.held_organizations AS SELECT * FROM ${alias}.held_organizations WHERE name NOT IN (${names})`,
+    ...WHOLE_STATE.map((kind) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${alias}.source_${kind}`),
+    ...Object.keys(WORKSPACE_STATE).map((kind) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${alias}.source_${kind} WHERE organization NOT IN (${names})`),
+  ].join(';\n'));
+  return schema;
 }
 
 /**
