@@ -7,7 +7,7 @@ import {
   DEFAULT_SNAPSHOT_KEEP, DEFAULT_SNAPSHOT_KEEP_DAYS, DEFAULT_SNAPSHOT_KEEP_FULL, MIN_SNAPSHOT_KEEP, MIN_SNAPSHOT_KEEP_FULL,
 } from './snapshots/snapshot-dir.js';
 import { DEFAULT_WRITER_WAIT_MS } from './snapshots/writer-lock.js';
-import { BATCH_THREADS, COALESCE_MAX_MS, LIFT_ROWS, TIDY_CPU, TIDY_ROWS, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
+import { BATCH_THREADS, COALESCE_MAX_MS, LIFT_ROWS, TIDY_CPU, TIDY_ROWS, TIDY_SHARE, TIDY_UNIT_ROWS, WHOLE_ROWS } from './snapshots/delta-layout.js';
 import { parseDuration } from './access/lifetimes.js';
 
 export interface Config {
@@ -89,6 +89,8 @@ export interface Config {
   batchLiftRows: number;
   /** Organizations of at most this many rows the follower tidies after each batch (0: never), and the rows of a unit. */
   ingestTidyRows: number;
+  /** Organizations of any size whose workspaces the deltas replace at least this share of are tidied too (0: never). */
+  ingestTidyShare: number;
   ingestTidyUnitRows: number;
   /** The share of a core the follower's tidying spends on average. */
   ingestTidyCpu: number;
@@ -112,6 +114,13 @@ function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${name} must be a number ≥ 0; got ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+/** A share of something: a number from 0 to 1. */
+function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = decimal(env, name, fallback);
+  if (value > 1) throw new Error(`${name} must be a share from 0 to 1; got ${JSON.stringify(env[name])}`);
+  return value;
 }
 
 /** TOKEN_MAX_TTL: a duration (`90d`), or unset for no maximum. */
@@ -206,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     batchWholeRows: int(env, 'BATCH_WHOLE_ROWS', WHOLE_ROWS, 0),
     batchLiftRows: int(env, 'BATCH_LIFT_ROWS', LIFT_ROWS, 0),
     ingestTidyRows: int(env, 'INGEST_TIDY_ROWS', TIDY_ROWS, 0),
+    ingestTidyShare: share(env, 'INGEST_TIDY_SHARE', TIDY_SHARE),
     ingestTidyUnitRows: int(env, 'INGEST_TIDY_UNIT_ROWS', TIDY_UNIT_ROWS, 1),
     ingestTidyCpu: decimal(env, 'INGEST_TIDY_CPU', TIDY_CPU),
     ingestCoalesceMaxMs: Math.round(decimal(env, 'INGEST_COALESCE_MAX_SECONDS', COALESCE_MAX_MS / 1000) * 1000),

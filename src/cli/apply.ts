@@ -67,6 +67,7 @@ export async function ingest(argv: string[]): Promise<number> {
     compactIdleMs: config.ingestCompactIdleMs,
     compactBytes: config.ingestCompactBytes,
     tidyRows: config.ingestTidyRows,
+    tidyShare: config.ingestTidyShare,
     tidyUnitRows: config.ingestTidyUnitRows,
     tidyCpu: config.ingestTidyCpu,
     coalesceMaxMs: config.ingestCoalesceMaxMs,

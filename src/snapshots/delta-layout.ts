@@ -95,6 +95,12 @@ export const LIFT_ROWS = 20_000;
 export const TIDY_ROWS = 0;
 export const TIDY_UNIT_ROWS = 50_000;
 /**
+ * With INGEST_TIDY_SHARE set, the follower also tidies an organization of any size once the deltas replace that
+ * share of its workspaces (write/tidy.ts tidyCandidates): it is then written whole once per that share of it
+ * changed, and the next fold leaves its rows out of the older delta.
+ */
+export const TIDY_SHARE = 0;
+/**
  * The share of a core tidying spends on average (INGEST_TIDY_CPU; write/cpu-budget.ts): a unit starts only
  * while the follower's budget has CPU-seconds left, and its cost is charged to it once done.
  */

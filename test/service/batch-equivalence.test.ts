@@ -17,7 +17,8 @@ import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
-import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
+import { compactLayers, hasDeltas } from '../../src/snapshots/write/whole-layer.js';
+import { tidyFile } from '../../src/snapshots/delta-layout.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
@@ -139,6 +140,7 @@ describe('change batches answer as a full load of the resulting source', functio
       const sizes = Object.keys(loaded.organizationRows!.workspaces!).map((o) => (loaded.organizationRows!.workspaces![o] ?? 0) + (loaded.organizationRows!.resources?.[o] ?? 0)).sort((x, y) => x - y);
       const wholeRows = sizes[Math.floor(sizes.length / 2)]!;
       const forms = new Set<string>();
+      let tidiedAside = false;
       for (const [i, step] of steps.entries()) {
         // The first batch folds (into an older delta of its own), the third too (the newer delta into the older
         // one), the others never: both layers, folds with and without an older delta, lifts, and newer deltas
@@ -159,6 +161,18 @@ describe('change batches answer as a full load of the resulting source', functio
           expect(compacted?.rebasedOnto, `${step.name}: compacted under the batch's snapshot`).to.equal(manifest.id);
           expect(manifest.whole).to.match(/^whole-\d+\.duckdb$/);
           forms.add('rebased');
+        } else if (!tidiedAside && i >= 1 && hasDeltas(before) && !(before.overlays ?? []).some((o) => o.file === tidyFile(before.sequence ?? 0))) {
+          // Once, a tidying unit that writes while a batch applies: its overlay goes under the batch's snapshot,
+          // whose deltas forget what they hold of its organizations no newer than the overlay.
+          tidiedAside = true;
+          let applied: Manifest | undefined;
+          const tidied = await tidyUnit(viaBatches, { maxRows: Number.MAX_SAFE_INTEGER, unitRows: wholeRows, memoryLimit: '1GB', beforeSwitch: async () => { applied = (await apply()).manifest; } });
+          expect(tidied?.rebasedOnto, `${step.name}: tidied under the batch's snapshot`).to.equal(applied!.id);
+          manifest = await readManifest(viaBatches, applied!.id);
+          for (const org of tidied!.organizations.filter((o) => !manifest.changedOrganizations?.includes(o))) {
+            expect([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []], `${step.name}: ${org} forgotten by the deltas`).to.not.include(org);
+          }
+          forms.add('tidied while a batch applied');
         } else {
           manifest = (await apply()).manifest;
         }
@@ -217,7 +231,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'lifted into the newer delta', 'newer delta changed in place']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'tidied while a batch applied', 'lifted into the newer delta', 'newer delta changed in place']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.

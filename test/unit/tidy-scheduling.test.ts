@@ -77,6 +77,23 @@ describe('tidying: which organizations a unit takes', () => {
     const manifest = m(['old'], ['small', 'big'], { old: 40, small: 10, big: 2000, huge: 5 });
     expect(tidyCandidates(manifest, 1000, { big: 100, huge: 100 }).map((c) => c.name)).to.deep.equal(['small', 'old']);
   });
+
+  it('takes an organization of any size once the deltas replace its share of workspaces, as found in its lowest layer', () => {
+    const manifest: Manifest = {
+      ...m(['old'], ['small', 'big', 'bigger', 'moved'], { old: 40, small: 10, big: 2000, bigger: 3000, moved: 2000 }),
+      database: 'snapshot.duckdb',
+      hidden: {
+        big: { lowest: 'snapshot.duckdb', rows: { workspaces: 200 }, ranges: null },
+        bigger: { lowest: 'snapshot.duckdb', rows: { workspaces: 299 }, ranges: null },
+        // Found in a layer that is no longer its lowest: not known.
+        moved: { lowest: 'whole-3.duckdb', rows: { workspaces: 1500 }, ranges: null },
+      },
+    };
+    expect(tidyCandidates(manifest, 1000).map((c) => c.name)).to.deep.equal(['small', 'old']);
+    expect(tidyCandidates(manifest, 1000, {}, 0.1).map((c) => c.name)).to.deep.equal(['small', 'old', 'big']);
+    expect(tidyCandidates(manifest, 1000, { bigger: 1 }, 0.099).map((c) => c.name)).to.deep.equal(['bigger', 'small', 'old', 'big']);
+    expect(tidyCandidates(manifest, 0, {}, 0.1).map((c) => c.name)).to.deep.equal(['big']);
+  });
 });
 
 describe('tidying: the servers\' reads of each organization', () => {

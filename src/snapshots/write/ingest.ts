@@ -39,6 +39,8 @@ export interface IngestOptions extends Omit<ApplyOptions, 'label' | 'arrivedAt' 
    * never.
    */
   tidyRows?: number;
+  /** Organizations of any size are tidied too once the deltas replace this share of their workspaces (TIDY_SHARE). */
+  tidyShare?: number;
   tidyUnitRows?: number;
   tidyCpu?: number;
   /**
@@ -91,6 +93,8 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   let compacted = false;
   // The compaction running beside the batches, if any: batches never wait for it (whole-layer.ts rebases it).
   let compaction: Promise<void> | undefined;
+  // The tidying unit running beside the batches, if any: batches never wait for it (tidy.ts rebases it).
+  let tidying: Promise<void> | undefined;
   const budget = new CpuBudget(opts.tidyCpu ?? TIDY_CPU, TIDY_BURST_SECONDS, Date.now());
   // A wait that a new batch (the watcher), a stop or a finished compaction cuts short.
   const pause = (ms: number) => new Promise<void>((resolve) => {
@@ -108,7 +112,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       for (let i = 0; i < waiting.length && !opts.signal.aborted;) {
         // A lone batch, with more organizations in debt than tidying keeps up with: it waits a little for
         // others to share its snapshot (coalesceDelayMs), then the list is read again.
-        if (waiting.length - i === 1 && opts.tidyRows) {
+        if (waiting.length - i === 1 && tidies(opts)) {
           const hold = await holdMs(spool, waiting[i]!, opts);
           if (hold > 0) {
             await pause(Math.min(hold, opts.pollMs ?? 1000));
@@ -126,16 +130,18 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
       if (waiting.length > 0 && !stalled) { idleSince = Date.now(); compacted = false; }
       // The deltas grew past their bound: compacted now, on one thread, while batches go on. Once per batch at
       // most: a compaction that failed is not started again until another batch has applied.
-      if (!compaction && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
+      if (!compaction && !tidying && !stalled && !compacted && opts.compactBytes && (await deltaBytes(opts.dataDir)) >= opts.compactBytes) {
         compact('deltas', 1);
       }
-      // Tidying costs the unit, not what the stream touched, so it runs between batches as well as while none
+      // Tidying costs the unit, not what the stream touched, so it runs beside the batches as well as while none
       // come, within its share of a core; not beside a compaction, which holds the deltas' organizations as they
       // were when it began.
-      if (!stalled && !compaction && opts.tidyRows) await tidy(opts, budget);
+      if (!stalled && !compaction && !tidying && tidies(opts) && budget.available(Date.now()) > 0) {
+        tidying = tidy(opts, budget).finally(() => { tidying = undefined; nudge(); });
+      }
       if (waiting.length > 0 && !stalled) continue; // more may have arrived meanwhile
       const compactIn = opts.compactIdleMs ? idleSince + opts.compactIdleMs - Date.now() : Infinity;
-      if (!compaction && !stalled && !compacted && compactIn <= 0) {
+      if (!compaction && !tidying && !stalled && !compacted && compactIn <= 0) {
         compact('idle', 2);
         continue;
       }
@@ -144,6 +150,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
   } finally {
     // A stop interrupts the compaction (opts.signal), which leaves nothing behind.
     await compaction;
+    await tidying;
     watcher?.close();
     opts.signal.removeEventListener('abort', nudge);
   }
@@ -160,36 +167,42 @@ async function holdMs(spool: string, name: string, opts: IngestOptions): Promise
   const m = await currentManifest(opts.dataDir);
   const stat = await fs.stat(join(spool, 'incoming', name)).catch(() => null);
   if (!m || !stat) return 0;
-  const delay = coalesceDelayMs(tidyCandidates(m, opts.tidyRows!).length, opts.debtOrganizations ?? DEBT_ORGANIZATIONS, opts.coalesceMaxMs ?? COALESCE_MAX_MS);
+  const delay = coalesceDelayMs(inDebt(m, opts).length, opts.debtOrganizations ?? DEBT_ORGANIZATIONS, opts.coalesceMaxMs ?? COALESCE_MAX_MS);
   return Math.max(0, stat.ctimeMs + delay - Date.now());
 }
 
+/** Whether the follower tidies at all. */
+const tidies = (opts: IngestOptions) => (opts.tidyRows ?? 0) > 0 || (opts.tidyShare ?? 0) > 0;
+
+/** The organizations of `m` in debt, as the follower's options say (tidy.ts tidyCandidates). */
+const inDebt = (m: Manifest, opts: IngestOptions, reads?: Record<string, number>) => tidyCandidates(m, opts.tidyRows ?? 0, reads, opts.tidyShare ?? 0);
+
 /**
- * One tidying unit (tidy.ts) when the budget allows and an organization is in debt, the most-read first
- * (organization-reads.ts), its CPU charged to the budget; logged. Never rejects: a unit that failed leaves the
- * snapshot as it was.
+ * One tidying unit (tidy.ts) when an organization is in debt, the most-read first (organization-reads.ts),
+ * charged to the budget; logged. It runs beside the batches, so its CPU cannot be told apart from theirs: it
+ * is charged its wall time on its one thread, which is at least its CPU. Never rejects: a unit that failed
+ * leaves the snapshot as it was.
  */
 async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
-  if (budget.available(Date.now()) <= 0) return;
   try {
     const m = await currentManifest(opts.dataDir);
     // Nothing in debt, or the snapshot has its unit already (one a snapshot, tidy.ts): no lock taken for nothing.
-    if (!m || tidyCandidates(m, opts.tidyRows!).length === 0 || (m.overlays ?? []).some((o) => o.file === tidyFile(m.sequence ?? 0))) return;
+    if (!m || inDebt(m, opts).length === 0 || (m.overlays ?? []).some((o) => o.file === tidyFile(m.sequence ?? 0))) return;
     const reads = await readScores(opts.dataDir);
-    const before = process.cpuUsage();
+    const began = Date.now();
     let done;
     try {
       done = await tidyUnit(opts.dataDir, {
-        maxRows: opts.tidyRows!, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, reads, memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock,
+        maxRows: opts.tidyRows ?? 0, replacedShare: opts.tidyShare ?? 0, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, reads,
+        memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock, threads: 1,
       });
     } finally {
-      // The follower's process does nothing else meanwhile (no batch, no compaction): its CPU is the unit's.
-      const used = process.cpuUsage(before);
-      budget.spend((used.user + used.system) / 1e6, Date.now());
+      budget.spend((Date.now() - began) / 1000, Date.now());
     }
     if (done) {
       opts.log('info', 'organizations tidied', {
-        snapshot: done.id, organizations: done.organizations.length, carried: done.carried.length, rows: done.rows, seconds: round(done.seconds),
+        snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { tidied: done.id } : {}),
+        organizations: done.organizations.length, carried: done.carried.length, rows: done.rows, seconds: round(done.seconds),
         most_read: done.organizations.filter((o) => (reads[o] ?? 0) > 0).length,
       });
     }

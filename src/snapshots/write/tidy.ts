@@ -13,14 +13,22 @@
 // writing, or of a later batch that touched it again and then holds it again.
 //
 // The snapshot stays the same snapshot, as after a compaction (whole-layer.ts): only its manifest names one
-// more overlay, and CURRENT is written again so that servers open it. Under the writer lock throughout, so a
-// batch waits for a unit (a few hundred milliseconds for ten small organizations) rather than racing it.
+// more overlay, and CURRENT is written again so that servers open it.
+//
+// A unit holds the writer lock only to find its snapshot and for its switch: batches go on applying while it
+// writes (the largest organization takes half a minute of CPU), and the overlay then goes under the snapshot
+// current at its switch, as a compaction's whole layer does. Every delta is cumulative, so the deltas written
+// since lie over the overlay as they lay over the layers it replaces. The deltas forget an organization as far
+// as they hold nothing newer than the overlay: both lists when no batch since touched it, else the older
+// delta's when it is still the file the unit read.
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
-import { mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
-import { fsyncPath, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
+import { lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
+import {
+  fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
+} from '../snapshot-dir.js';
 import { acquireWriterLock, type LockOptions } from '../writer-lock.js';
 import { overlaysToMerge } from './apply.js';
 import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
@@ -29,6 +37,8 @@ import { writeWholeViews } from './whole-views.js';
 export interface TidyOptions {
   /** An organization the deltas hold is tidied when it has at most this many rows of workspaces and resources. */
   maxRows: number;
+  /** Or, whatever its size, when the deltas replace at least this share of its workspaces (0 or absent: never). */
+  replacedShare?: number;
   /** A unit takes organizations in tidyCandidates' order until they hold this many rows (one at least). */
   unitRows: number;
   /** How much each organization is read (organization-reads.ts readScores): the most-read are tidied first. */
@@ -39,6 +49,8 @@ export interface TidyOptions {
   threads?: number;
   signal?: AbortSignal;
   writerLock?: LockOptions;
+  /** Awaited once the overlay is written, before the switch: the suite applies batches there. */
+  beforeSwitch?: () => Promise<void>;
 }
 
 export interface TidyResult {
@@ -48,65 +60,52 @@ export interface TidyResult {
   carried: string[];
   rows: number;
   seconds: number;
+  /** The snapshot the overlay went under, when batches made another current meanwhile. */
+  rebasedOnto?: string;
 }
 
 /**
- * The organizations the current snapshot's deltas hold that a unit may take (small enough, not deleted), with
- * their debt: how many deltas a read of each merges over its lowest layer (one or two). Each such organization
- * is in debt, since its pages read a delta and hide rows of the layer under it; a unit pays the debt of the
- * ones read most first (`reads`), then of those with more deltas, then of the smallest (cheapest to write).
+ * The organizations the current snapshot's deltas hold that a unit may take, with their debt: how many deltas a
+ * read of each merges over its lowest layer (one or two). A small one (at most `maxRows` rows of workspaces and
+ * resources) is in debt as soon as a delta holds it: its pages read a delta and hide rows of the layer under
+ * it, and it is cheap to write. A larger one is in debt once the deltas replace `replacedShare` of its
+ * workspaces (as the batch that last touched it found: HiddenRows), so that it is written whole once per that
+ * share of it changed, not once per batch. A unit pays the debt of the ones read most first (`reads`), then of
+ * those with more deltas, then of the smallest (cheapest to write). Deleted organizations are never taken.
  */
-export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}): { name: string; rows: number; deltas: number; reads: number }[] {
+export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}, replacedShare = 0): { name: string; rows: number; deltas: number; reads: number }[] {
   const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
   const major = new Set(m.major ? m.majorOrganizations ?? [] : []);
   const minor = new Set(m.delta ? m.deltaOrganizations ?? [] : []);
-  return [...new Set([...major, ...minor])].filter((o) => m.organizationKeys?.[o] !== undefined && size(o) <= maxRows)
+  const replaced = (o: string) => {
+    const h = m.hidden?.[o];
+    const workspaces = m.organizationRows?.workspaces?.[o] ?? 0;
+    return h && h.lowest === lowestFile(m, o) && workspaces > 0 ? (h.rows.workspaces ?? 0) / workspaces : 0;
+  };
+  return [...new Set([...major, ...minor])]
+    .filter((o) => m.organizationKeys?.[o] !== undefined && (size(o) <= maxRows || (replacedShare > 0 && replaced(o) >= replacedShare)))
     .map((name) => ({ name, rows: size(name), deltas: (major.has(name) ? 1 : 0) + (minor.has(name) ? 1 : 0), reads: reads[name] ?? 0 }))
     .sort((a, b) => b.reads - a.reads || b.deltas - a.deltas || a.rows - b.rows || (a.name < b.name ? -1 : 1));
 }
 
 /**
- * Writes one unit of the current snapshot's small delta-held organizations into an overlay and makes the
- * snapshot read them from it. Returns null when there is nothing to tidy.
+ * Writes one unit of the current snapshot's delta-held organizations in debt (tidyCandidates) into an overlay
+ * and makes the snapshot current at its end read them from it. Returns null when there is nothing to tidy, or
+ * when the snapshot current at the end no longer builds on what the unit read (a load, a compaction, or an
+ * overlay that moved one of its organizations came meanwhile: the work is dropped).
  */
 export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<TidyResult | null> {
   const started = performance.now();
-  const unlock = await acquireWriterLock(dataDir, 'tidy', opts.writerLock);
   const root = snapshotsDir(dataDir);
   const tmp = join(root, `.tidy-${process.pid}.duckdb`);
   const scratch = join(root, `.tidy-${process.pid}-tmp`);
   try {
-    // What a unit killed midway left beside the snapshots (one writer at a time: the lock).
-    for (const name of await fs.readdir(root)) if (name.startsWith('.tidy-')) await fs.rm(join(root, name), { recursive: true, force: true });
-    const id = await readCurrentId(dataDir);
-    if (id === null) return null;
-    const current = await readManifest(dataDir, id);
-    if (!current.base || !current.database) return null;
-    // An overlay a unit killed before its switch renamed into the snapshot's directory, or one a unit killed
-    // after it had merged away: whatever the manifest does not name.
-    await removeUnnamed(dataDir, current);
-    if (!current.delta && !current.major) return null;
+    const unit = await chooseUnit(dataDir, opts);
+    if (unit === null) return null;
+    const { current, chosen, rows, written, carried, merging } = unit;
+    const id = current.id;
     const sequence = current.sequence ?? 0;
     const file = tidyFile(sequence);
-    // One unit a snapshot: the overlay is named, and numbers its rows, by the batch that made the snapshot.
-    if ((current.overlays ?? []).some((o) => o.file === file)) return null;
-    const candidates = tidyCandidates(current, opts.maxRows, opts.reads);
-    if (candidates.length === 0) return null;
-    const chosen: string[] = [];
-    let rows = 0;
-    for (const c of candidates) {
-      if (chosen.length > 0 && rows + c.rows > opts.unitRows) break;
-      chosen.push(c.name);
-      rows += c.rows;
-    }
-    const keys = current.organizationKeys!;
-    const written: Record<string, number> = Object.fromEntries(chosen.map((o) => [o, keys[o]!]));
-    // Past the overlays' bound, the smaller half of them comes along (their organizations read as the layers have them).
-    const merging = overlaysToMerge(current, opts.maxOverlays);
-    const carried: Record<string, number> = {};
-    for (const o of merging) for (const [org, k] of Object.entries(o.organizations)) if (written[org] === undefined) carried[org] = k;
-    Object.assign(written, carried);
-
     await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 1, memoryLimit: opts.memoryLimit ?? '1GB', signal: opts.signal }, async ({ db, run, all }) => {
       const dir = snapshotPath(dataDir, id);
       const layers = await attachLayers(run, layerPaths(dir, current));
@@ -150,33 +149,150 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       await layers.detach();
     });
 
-    // The switch: the overlay into the snapshot's directory, then its manifest, then CURRENT written again.
-    const dir = snapshotPath(dataDir, id);
+    await opts.beforeSwitch?.();
+    return await switchUnit(dataDir, opts, { ...unit, file, tmp, started });
+  } finally {
+    await fs.rm(tmp, { force: true });
+    await fs.rm(scratch, { recursive: true, force: true });
+  }
+}
+
+interface Unit {
+  /** The snapshot the unit reads, and what it writes: the organizations chosen, with those carried from `merging`. */
+  current: Manifest;
+  chosen: string[];
+  rows: number;
+  written: Record<string, number>;
+  carried: Record<string, number>;
+  merging: OverlayEntry[];
+}
+
+/**
+ * Under the writer lock, briefly: what a unit killed midway left, removed, and the unit the current snapshot
+ * asks for; null when there is none.
+ */
+async function chooseUnit(dataDir: string, opts: TidyOptions): Promise<Unit | null> {
+  const unlock = await acquireWriterLock(dataDir, 'tidy', opts.writerLock);
+  try {
+    const root = snapshotsDir(dataDir);
+    // What a unit killed midway left beside the snapshots (one follower tidies a data directory at a time).
+    for (const name of await fs.readdir(root)) if (name.startsWith('.tidy-')) await fs.rm(join(root, name), { recursive: true, force: true });
+    const id = await readCurrentId(dataDir);
+    if (id === null) return null;
+    const current = await readManifest(dataDir, id);
+    if (!current.base || !current.database) return null;
+    // An overlay a unit killed before its switch renamed into the snapshot's directory, or one a unit killed
+    // after it had merged away: whatever the manifest does not name.
+    await removeUnnamed(dataDir, current);
+    if (!current.delta && !current.major) return null;
+    // One unit a snapshot: the overlay is named, and numbers its rows, by the batch that made the snapshot.
+    if ((current.overlays ?? []).some((o) => o.file === tidyFile(current.sequence ?? 0))) return null;
+    const candidates = tidyCandidates(current, opts.maxRows, opts.reads, opts.replacedShare);
+    if (candidates.length === 0) return null;
+    const chosen: string[] = [];
+    let rows = 0;
+    for (const c of candidates) {
+      if (chosen.length > 0 && rows + c.rows > opts.unitRows) break;
+      chosen.push(c.name);
+      rows += c.rows;
+    }
+    const keys = current.organizationKeys!;
+    const written: Record<string, number> = Object.fromEntries(chosen.map((o) => [o, keys[o]!]));
+    // Past the overlays' bound, the smaller half of them comes along (their organizations read as the layers have them).
+    const merging = overlaysToMerge(current, opts.maxOverlays);
+    const carried: Record<string, number> = {};
+    for (const o of merging) for (const [org, k] of Object.entries(o.organizations)) if (written[org] === undefined) carried[org] = k;
+    Object.assign(written, carried);
+    return { current, chosen, rows, written, carried, merging };
+  } finally {
+    await unlock();
+  }
+}
+
+/**
+ * The switch, under the writer lock: the overlay into the directory of the snapshot current now (`onto`), then
+ * its manifest, then CURRENT written again. Null, the overlay dropped, when `onto` does not build on what the
+ * unit read.
+ */
+async function switchUnit(dataDir: string, opts: TidyOptions, unit: Unit & { file: string; tmp: string; started: number }): Promise<TidyResult | null> {
+  const { current, written, merging, file, tmp } = unit;
+  // A batch may be applying: the switch waits for it, as a compaction's does (whole-layer.ts).
+  const unlock = await acquireWriterLock(dataDir, 'tidy', { ...opts.writerLock, waitMs: Math.max(opts.writerLock?.waitMs ?? 0, 60_000) });
+  try {
+    const nowId = await readCurrentId(dataDir);
+    const onto = nowId === null ? null : await readManifest(dataDir, nowId).catch(() => null);
+    if (onto === null || !buildsOn(current, onto, Object.keys(written), merging, file)) return null;
+    const dir = snapshotPath(dataDir, onto.id);
     await fs.rename(tmp, join(dir, file));
     await fsyncPath(dir);
     const merged = new Set(merging.map((o) => o.file));
-    const kept: OverlayEntry[] = (current.overlays ?? []).filter((o) => !merged.has(o.file))
+    const kept: OverlayEntry[] = (onto.overlays ?? []).filter((o) => !merged.has(o.file))
       .map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => written[org] === undefined)) }))
       .filter((o) => Object.keys(o.organizations).length > 0);
-    const overlays = [...kept, { file, id, organizations: written }];
-    const gone = (current.overlays ?? []).map((o) => o.file).filter((f) => !overlays.some((o) => o.file === f));
-    const sizes = { ...current.sizes };
+    const overlays = [...kept, { file, id: onto.id, organizations: written }];
+    const gone = (onto.overlays ?? []).map((o) => o.file).filter((f) => !overlays.some((o) => o.file === f));
+    const sizes = { ...onto.sizes };
     for (const f of gone) delete sizes[f];
     sizes[file] = (await fs.stat(join(dir, file))).size;
-    const forget = (held: string[] | undefined) => held?.filter((o) => written[o] === undefined);
+    // What the deltas of `onto` hold of each organization written is no newer than the overlay where no batch
+    // since touched it; the older delta's, where it is still the file the unit read.
+    const touched = await touchedSince(dataDir, current, onto);
+    const newer = (o: string) => touched === null || touched.has(o);
+    const sameOlder = onto.major !== undefined && onto.majorId === current.majorId;
+    const forget = (held: string[] | undefined, older: boolean) => held?.filter((o) => written[o] === undefined || (newer(o) && !(older && sameOlder)));
+    const hidden = onto.hidden ? Object.fromEntries(Object.entries(onto.hidden).filter(([o]) => written[o] === undefined)) : undefined;
     const manifest: Manifest = {
-      ...current,
-      ...(current.majorOrganizations ? { majorOrganizations: forget(current.majorOrganizations) } : {}),
-      ...(current.deltaOrganizations ? { deltaOrganizations: forget(current.deltaOrganizations) } : {}),
+      ...onto,
+      ...(onto.majorOrganizations ? { majorOrganizations: forget(onto.majorOrganizations, true) } : {}),
+      ...(onto.deltaOrganizations ? { deltaOrganizations: forget(onto.deltaOrganizations, false) } : {}),
+      ...(hidden ? { hidden } : {}),
       overlays,
       sizes,
     };
     await writeManifest(dataDir, manifest);
-    await writeCurrentId(dataDir, id);
+    await writeCurrentId(dataDir, onto.id);
     for (const f of gone) await fs.rm(join(dir, f), { force: true });
-    return { id, organizations: chosen, carried: Object.keys(carried), rows, seconds: (performance.now() - started) / 1000 };
+    return {
+      id: current.id, organizations: unit.chosen, carried: Object.keys(unit.carried), rows: unit.rows, seconds: (performance.now() - unit.started) / 1000,
+      ...(onto.id !== current.id ? { rebasedOnto: onto.id } : {}),
+    };
   } finally {
-    await fs.rm(scratch, { recursive: true, force: true });
     await unlock();
   }
+}
+
+/**
+ * Whether the overlay a unit wrote from `read` may go under `now`: `now` is `read`, or a later batch snapshot of
+ * the same line whose batches only stacked deltas over the same layers (no load, no compaction), each
+ * organization written has the same lowest layer in both, every overlay merged is still there as it was, and
+ * no unit went under `now` from the same snapshot.
+ */
+function buildsOn(read: Manifest, now: Manifest, written: string[], merging: readonly OverlayEntry[], file: string): boolean {
+  if (now.base !== read.base || now.database !== read.database || now.whole !== read.whole || now.wholeId !== read.wholeId) return false;
+  if ((now.sequence ?? 0) < (read.sequence ?? 0) || (now.overlays ?? []).some((o) => o.file === file)) return false;
+  const last = read.batches?.[read.batches.length - 1];
+  if (now.id !== read.id && last !== undefined && !(now.batches ?? []).some((b) => b.name === last.name && b.digest === last.digest && b.arrivedAt === last.arrivedAt)) return false;
+  const overlayOf = (m: Manifest, org: string) => (m.overlays ?? []).find((o) => o.organizations[org] !== undefined)?.file;
+  if (written.some((org) => overlayOf(read, org) !== overlayOf(now, org))) return false;
+  return merging.every((o) => (now.overlays ?? []).some((n) => n.file === o.file && JSON.stringify(n.organizations) === JSON.stringify(o.organizations)));
+}
+
+/**
+ * The organizations the batches after `read` up to `now` touched (each snapshot's changedOrganizations), or
+ * null when a snapshot between them is gone or does not say: then any may have been.
+ */
+async function touchedSince(dataDir: string, read: Manifest, now: Manifest): Promise<Set<string> | null> {
+  const from = read.sequence ?? 0;
+  const to = now.sequence ?? 0;
+  if (to === from) return new Set();
+  const touched = new Set<string>();
+  const seen = new Set<number>();
+  for (const id of (await listSnapshotIds(dataDir)).filter((i) => i > read.id && i <= now.id)) {
+    const m = await readManifest(dataDir, id).catch(() => null);
+    if (m === null || m.base !== read.base || m.sequence === undefined || m.sequence <= from || m.sequence > to) continue;
+    if (m.changedOrganizations === undefined) return null;
+    for (const o of m.changedOrganizations) touched.add(o);
+    seen.add(m.sequence);
+  }
+  return seen.size === to - from ? touched : null;
 }
