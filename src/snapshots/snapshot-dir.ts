@@ -135,6 +135,13 @@ export interface OverlayEntry {
   file: string;
   id: string;
   organizations: Record<string, number>;
+  /**
+   * A tidying unit's overlay (write/tidy.ts): the sequence of the snapshot whose layers it read, so that each of
+   * its organizations holds every row the batches up to that one wrote. A fold leaves those rows out of the
+   * older delta it writes (write/delta.ts). Absent for a batch's overlay, which may carry organizations read
+   * from the layers under the deltas alone.
+   */
+  sequence?: number;
 }
 
 /** A change batch a snapshot includes: what makes applying it exactly once checkable after a crash. */

@@ -177,6 +177,12 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
+        // A fold over an organization a tidying unit's overlay holds whole under the deltas: its rows the unit
+        // holds already are left out of the older delta (delta.ts settledRows).
+        const heldBefore = new Set([...before.majorOrganizations ?? [], ...before.deltaOrganizations ?? []]);
+        if (manifest.majorId === manifest.id && (before.overlays ?? []).some((o) => o.sequence !== undefined && Object.keys(o.organizations).some((org) => heldBefore.has(org)))) {
+          forms.add('fold over a tidied organization');
+        }
         // A newer delta written over the current one: a copy of its file, changed in place (delta.ts attachStack).
         if (manifest.majorId !== manifest.id && before.delta && !manifest.compacted && manifest.base === before.base && before.sequence !== undefined) forms.add('newer delta changed in place');
         // An organization the older delta held that the batch touched, now held by the newer delta alone.

@@ -16,7 +16,7 @@ import { silentLogger } from '../../src/log.js';
 import { writeSample } from '../../src/sample/sample.js';
 import { writeSampleChanges } from '../../src/sample/sample-changes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { isTidyFile } from '../../src/snapshots/delta-layout.js';
+import { BATCH_POSITIONS, DELTA_POSITION_BASE, isTidyFile, tidyFile } from '../../src/snapshots/delta-layout.js';
 import { openSnapshot } from '../../src/snapshots/read/current-snapshot.js';
 import { readCurrentId, readManifest, snapshotPath, snapshotsDir } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
@@ -43,7 +43,7 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
     dir = mkdtempSync(join(tmpdir(), 'explorer-tidy-'));
     const source = join(dir, 'source');
     await writeSample(source, { organizations: 6, workspaces: 200, seed: 5 });
-    await writeSampleChanges(source, join(dir, 'batches'), { batches: 3, workspaces: 15, seed: 5 });
+    await writeSampleChanges(source, join(dir, 'batches'), { batches: 5, workspaces: 15, seed: 5 });
     dataDir = join(dir, 'data');
     await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
     for (const b of ['batch-0001', 'batch-0002']) await applyBatch(join(dir, 'batches', b), { dataDir, memoryLimit: '1GB', wholeRows: 0 });
@@ -160,6 +160,53 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
     const folded = (await applyBatch(empty, { dataDir, memoryLimit: '1GB', wholeRows: 0, foldBatchWorkspaces: 0 })).manifest;
     expect(folded.majorId, 'a fold').to.equal(folded.id);
     expect(await stored(join(snapshotPath(dataDir, folded.id), folded.major!)), 'their rows in the older delta after it').to.equal(0);
+    await server.snapshots.refresh();
+    for (const [path, answer] of answered) expect(await comparableAnswer(server, path, token), `after the fold: ${path}`).to.deep.equal(answer);
+  });
+
+  it('goes under a batch applied while it writes, and the next fold leaves out the rows it holds already', async () => {
+    // A newer delta holding rows of some organizations, then a unit of every organization the deltas hold,
+    // with the next batch applied while it writes.
+    await applyBatch(join(dir, 'batches', 'batch-0004'), { dataDir, memoryLimit: '1GB', wholeRows: 0 });
+    const read = await readManifest(dataDir, (await readCurrentId(dataDir))!);
+    let applied: Awaited<ReturnType<typeof applyBatch>> | undefined;
+    const unit = await tidyUnit(dataDir, { maxRows: 1_000_000, unitRows: 1_000_000, memoryLimit: '512MB', beforeSwitch: async () => {
+      applied = await applyBatch(join(dir, 'batches', 'batch-0005'), { dataDir, memoryLimit: '1GB', wholeRows: 0 });
+    } });
+    expect(unit?.rebasedOnto, 'under the batch\'s snapshot').to.equal(applied!.manifest.id);
+    const onto = await readManifest(dataDir, applied!.manifest.id);
+    const overlay = (onto.overlays ?? []).find((o) => o.file === tidyFile(read.sequence ?? 0))!;
+    expect(overlay.sequence).to.equal(read.sequence);
+    // Those the batch touched again stay the newer delta's; the others are forgotten.
+    const again = Object.keys(overlay.organizations).filter((o) => onto.changedOrganizations!.includes(o));
+    expect(again.length, 'organizations of the unit the batch touched again').to.be.greaterThan(0);
+    for (const o of Object.keys(overlay.organizations)) {
+      expect(onto.deltaOrganizations?.includes(o) ?? false, o).to.equal(again.includes(o));
+      expect(onto.majorOrganizations ?? [], o).to.not.include(o);
+    }
+    // Their rows the batches up to the unit's snapshot wrote, still in the newer delta's file.
+    const bound = DELTA_POSITION_BASE + ((read.sequence ?? 0) + 1) * BATCH_POSITIONS;
+    const settledIn = async (file: string) => {
+      const instance = await DuckDBInstance.create(':memory:');
+      const db = await instance.connect();
+      try {
+        await db.run(`ATTACH '${file.replace(/'/g, "''")}' AS d (READ_ONLY)`);
+        const list = again.map((o) => `'${o.replace(/'/g, "''")}'`).join(', ');
+        const [[n]] = (await db.runAndReadAll(`SELECT count(*) FROM d.resources WHERE _org IN (${list}) AND _pos < ${bound}`)).getRows() as [[bigint]];
+        return Number(n);
+      } finally {
+        db.closeSync();
+        instance.closeSync();
+      }
+    };
+    expect(await settledIn(join(snapshotPath(dataDir, onto.id), onto.delta!)), 'their earlier rows in the newer delta').to.be.greaterThan(0);
+    await server.snapshots.refresh();
+    const answered = new Map<string, { status: number; body: string }>();
+    for (const org of organizations) for (const path of comparedRoutes(org)) answered.set(path, await comparableAnswer(server, path, token));
+    // A fold that changes nothing: the older delta it writes leaves those rows out, and every answer stands.
+    const folded = (await applyBatch(join(dir, 'empty'), { dataDir, memoryLimit: '1GB', wholeRows: 0, foldBatchWorkspaces: 0 })).manifest;
+    expect(folded.majorId).to.equal(folded.id);
+    expect(await settledIn(join(snapshotPath(dataDir, folded.id), folded.major!)), 'their earlier rows in the older delta').to.equal(0);
     await server.snapshots.refresh();
     for (const [path, answer] of answered) expect(await comparableAnswer(server, path, token), `after the fold: ${path}`).to.deep.equal(answer);
   });

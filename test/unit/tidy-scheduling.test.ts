@@ -90,9 +90,11 @@ describe('tidying: which organizations a unit takes', () => {
       },
     };
     expect(tidyCandidates(manifest, 1000).map((c) => c.name)).to.deep.equal(['small', 'old']);
-    expect(tidyCandidates(manifest, 1000, {}, 0.1).map((c) => c.name)).to.deep.equal(['small', 'old', 'big']);
-    expect(tidyCandidates(manifest, 1000, { bigger: 1 }, 0.099).map((c) => c.name)).to.deep.equal(['bigger', 'small', 'old', 'big']);
-    expect(tidyCandidates(manifest, 0, {}, 0.1).map((c) => c.name)).to.deep.equal(['big']);
+    expect(tidyCandidates(manifest, 1000, {}, 0.1, 1000).map((c) => c.name)).to.deep.equal(['small', 'old', 'big']);
+    expect(tidyCandidates(manifest, 1000, { bigger: 1 }, 0.099, 1000).map((c) => c.name)).to.deep.equal(['bigger', 'small', 'old', 'big']);
+    expect(tidyCandidates(manifest, 0, {}, 0.1, 1000).map((c) => c.name)).to.deep.equal(['big']);
+    // Only above the size the share applies from.
+    expect(tidyCandidates(manifest, 0, {}, 0.1, 2000).map((c) => c.name)).to.deep.equal([]);
   });
 });
 

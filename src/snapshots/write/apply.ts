@@ -333,7 +333,8 @@ async function applyLocked(
       changedOrganizations: delta.touched,
       sizes,
     };
-    const hidden = hiddenRowsOf(manifest, current.hidden, delta.hidden);
+    const settled = new Set(delta.settled);
+    const hidden = hiddenRowsOf(manifest, Object.fromEntries(Object.entries(current.hidden ?? {}).filter(([o]) => !settled.has(o))), delta.hidden);
     if (Object.keys(hidden).length > 0) manifest.hidden = hidden;
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));

@@ -81,6 +81,8 @@ export interface DeltaResult {
   touched: string[];
   /** The organizations the older delta held that the new newer delta holds whole over the layers under the deltas (liftFromOlder). */
   lifted: string[];
+  /** The organizations a fold left rows of out (settledRows): what their lowest layer has hidden changed, unless the batch found it again. */
+  settled: string[];
   replacedWorkspaces: number;
   /** Records per source file of the resulting source (provider and module rows as stored: duplicates merged). */
   counts: Record<string, number>;
@@ -178,6 +180,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await writeGroupedViews(b, write, organizationKeys);
     stepDone('grouped_views');
     const heldAll = await writeHeld(b, touchedNames);
+    const settled = input.fold ? (await all('SELECT name FROM settled ORDER BY name')).map(([n]) => n as string) : [];
     const { organizationRows, rows } = await countOrganizationRows(b, organizationKeys, touchedNames);
     const counts = await sourceCounts(b, rows, touchedNames);
     const access = await accessAfter(b);
@@ -195,7 +198,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     await checkpoint(b, Object.keys(overlaid).length > 0);
     stepDone('checkpoint');
     return {
-      organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), lifted: Object.keys(b.lifted).sort(),
+      organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), lifted: Object.keys(b.lifted).sort(), settled,
       replacedWorkspaces, counts, access, batch, steps,
     };
   } finally {
@@ -237,9 +240,12 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   // A fold writes of each delta only the organizations the manifest says it holds: what it still stores of one
   // tidying took off its list lies in that organization's overlay (tidy.ts), so the older delta a fold writes
   // holds what the deltas hold, not everything they ever held.
+  // Nor the rows of an organization that a tidying unit's overlay, its lowest layer, holds already: those the
+  // batches up to the unit's snapshot wrote (settledRows).
+  if (input.fold) await settledRows(db, run, input.current);
   const replacing = [
-    ...(input.fold && attached.major ? [await listedOnly(db, run, attached.major, input.current.majorOrganizations)] : []),
-    ...(attached.minor ? [input.fold ? await listedOnly(db, run, attached.minor, input.current.deltaOrganizations) : attached.minor] : []),
+    ...(input.fold && attached.major ? [await foldedLayer(db, run, attached.major, input.current.majorOrganizations)] : []),
+    ...(attached.minor ? [input.fold ? await foldedLayer(db, run, attached.minor, input.current.deltaOrganizations) : attached.minor] : []),
   ];
   const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
   // Each schema's views in one call: DuckDB runs the statements of one string in turn, and each call of its own
@@ -262,23 +268,54 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
 }
 
 /**
- * The delta attached as `alias` as read for the organizations `listed` alone: itself when it stores no other,
- * else the schema `<alias>_listed` of views over its tables without the others' rows, replaced workspaces,
- * source state and grouped rows. Names, not keys: a deleted organization's replaced workspaces have no key.
+ * The organizations the deltas hold whose lowest layer is a tidying unit's overlay, each with the first position
+ * of the batches after the unit's snapshot (`settled`: name, bound): their rows below it, and the replaced
+ * workspaces and source state of the workspaces those rows are of, are in the overlay (tidy.ts), each delta
+ * being cumulative. A fold leaves them out, so that an organization tidied while batches kept touching it (the
+ * largest, which a large batch touches every time) leaves the older delta all the same.
  */
-async function listedOnly(db: DuckDBConnection, run: Build['run'], alias: string, listed: readonly string[] | undefined): Promise<string> {
+async function settledRows(db: DuckDBConnection, run: Build['run'], current: Manifest): Promise<void> {
+  await run('CREATE TEMP TABLE settled (name VARCHAR, bound BIGINT)');
+  const held = new Set([...current.majorOrganizations ?? [], ...current.deltaOrganizations ?? []]);
+  const appender = await db.createAppender('settled');
+  for (const o of current.overlays ?? []) {
+    if (o.sequence === undefined) continue;
+    for (const org of Object.keys(o.organizations)) {
+      if (!held.has(org) || lowestFile(current, org) !== o.file) continue;
+      appender.appendVarchar(org);
+      appender.appendBigInt(BigInt(DELTA_POSITION_BASE + (Math.trunc(o.sequence) + 1) * BATCH_POSITIONS));
+      appender.endRow();
+    }
+  }
+  appender.closeSync();
+}
+
+/**
+ * The delta attached as `alias` as a fold reads it: for the organizations `listed` alone, less the rows that
+ * are `settled` (settledRows). Itself when it stores nothing else; else the schema `<alias>_folded` of views
+ * over its tables. Names, not keys, for the organizations forgotten: a deleted organization's replaced
+ * workspaces have no key.
+ */
+async function foldedLayer(db: DuckDBConnection, run: Build['run'], alias: string, listed: readonly string[] | undefined): Promise<string> {
   const holds = new Set(listed ?? []);
   const stored = (await db.runAndReadAll(`SELECT name FROM ${alias}.held_organizations`)).getRows().map(([n]) => n as string);
   const forgotten = stored.filter((o) => !holds.has(o));
-  if (forgotten.length === 0) return alias;
-  const names = nameConstants(forgotten);
-  const schema = `${alias}_listed`;
+  const settles = Number((await db.runAndReadAll(`SELECT count(*) FROM settled WHERE name IN (SELECT name FROM ${alias}.held_organizations)`)).getRows()[0]![0]) > 0;
+  if (forgotten.length === 0 && !settles) return alias;
+  // Written only where there are some: `NOT IN (NULL)` keeps nothing.
+  const notForgotten = (column: string) => (forgotten.length > 0 ? ` AND ${column} NOT IN (${nameConstants(forgotten)})` : '');
+  const position = ident(POSITION_COLUMN);
+  const schema = `${alias}_folded`;
+  // The workspaces whose rows in this delta are settled: their replaced workspace and source state go with them.
+  const settledWorkspaces = `(SELECT w.${ident(workspaceColumn('workspaces')!)} FROM ${alias}.workspaces w JOIN settled s ON s.name = w._org AND w.${position} < s.bound)`;
   await run([`CREATE SCHEMA ${schema}`,
-    ...VIEW_NAMES.map((view) => `CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${alias}.${ident(view)} WHERE _org NOT IN (${names})`),
-    `CREATE VIEW ${schema}.replaced_workspaces AS SELECT * FROM ${alias}.replaced_workspaces WHERE organization NOT IN (${names})`,
-    `CREATE VIEW ${schema}.held_organizations AS SELECT * FROM ${alias}.held_organizations WHERE name NOT IN (${names})`,
+    ...VIEW_NAMES.map((view) => `CREATE VIEW ${schema}.${ident(view)} AS SELECT t.* FROM ${alias}.${ident(view)} t
+      ANTI JOIN settled s ON s.name = t._org AND t.${position} < s.bound WHERE true${notForgotten('t._org')}`),
+    `CREATE VIEW ${schema}.replaced_workspaces AS SELECT * FROM ${alias}.replaced_workspaces WHERE id NOT IN ${settledWorkspaces}${notForgotten('organization')}`,
+    `CREATE VIEW ${schema}.held_organizations AS SELECT * FROM ${alias}.held_organizations WHERE true${notForgotten('name')}`,
     ...WHOLE_STATE.map((kind) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${alias}.source_${kind}`),
-    ...Object.keys(WORKSPACE_STATE).map((kind) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${alias}.source_${kind} WHERE organization NOT IN (${names})`),
+    ...Object.entries(WORKSPACE_STATE).map(([kind, column]) => `CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${alias}.source_${kind}
+      WHERE ${column} NOT IN ${settledWorkspaces}${notForgotten('organization')}`),
   ].join(';\n'));
   return schema;
 }
@@ -745,15 +782,31 @@ async function findHidden({ input, run, all, kept }: Build, touched: string[], k
 }
 
 /** What the new delta holds: what the deltas it replaces held, and what this batch touched. */
-async function writeHeld({ input, db, run, inPlace }: Build, touchedNames: string[]): Promise<string[]> {
+async function writeHeld({ input, db, run, all, inPlace }: Build, touchedNames: string[]): Promise<string[]> {
   const heldBefore = [...(input.fold ? input.current.majorOrganizations ?? [] : []), ...(input.layers.minor ? input.current.deltaOrganizations ?? [] : [])];
-  const held = [...new Set([...heldBefore, ...touchedNames])].sort();
+  // A fold leaves out an organization's settled rows (settledRows): one it left nothing of is held no more.
+  const left = input.fold ? await settledLeft({ all }, touchedNames) : null;
+  const held = [...new Set([...heldBefore, ...touchedNames])].filter((o) => left === null || left.has(o)).sort();
   if (inPlace) await run('DROP TABLE out.held_organizations');
   await run('CREATE TABLE out.held_organizations (name VARCHAR)');
   const appender = await db.createAppender('held_organizations', 'main', 'out');
   for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
   appender.closeSync();
   return held;
+}
+
+/**
+ * Of the organizations a fold held before, those it still holds anything of: all but the settled ones it did not
+ * touch and left no replaced workspace, row or grouped row of.
+ */
+async function settledLeft({ all }: Pick<Build, 'all'>, touchedNames: string[]): Promise<{ has: (o: string) => boolean }> {
+  const settled = (await all('SELECT name FROM settled')).map(([n]) => n as string).filter((o) => !touchedNames.includes(o));
+  if (settled.length === 0) return { has: () => true };
+  const names = nameConstants(settled);
+  const remaining = new Set((await all(`SELECT organization FROM out.replaced_workspaces WHERE organization IN (${names})
+    ${VIEW_NAMES.map((view) => `UNION SELECT _org FROM out.${ident(view)} WHERE _org IN (${names})`).join('\n    ')}`)).map(([n]) => n as string));
+  const gone = new Set(settled.filter((o) => !remaining.has(o)));
+  return { has: (o) => !gone.has(o) };
 }
 
 /** Rows per organization and view: those of S for the organizations no batch has touched, counted for the others. */

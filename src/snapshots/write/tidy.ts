@@ -25,7 +25,9 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
-import { lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, WORKSPACE_STATE, type StateKind } from '../delta-layout.js';
+import {
+  lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, WORKSPACE_STATE, type StateKind,
+} from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
@@ -68,12 +70,12 @@ export interface TidyResult {
  * The organizations the current snapshot's deltas hold that a unit may take, with their debt: how many deltas a
  * read of each merges over its lowest layer (one or two). A small one (at most `maxRows` rows of workspaces and
  * resources) is in debt as soon as a delta holds it: its pages read a delta and hide rows of the layer under
- * it, and it is cheap to write. A larger one is in debt once the deltas replace `replacedShare` of its
- * workspaces (as the batch that last touched it found: HiddenRows), so that it is written whole once per that
- * share of it changed, not once per batch. A unit pays the debt of the ones read most first (`reads`), then of
+ * it, and it is cheap to write. One of more than `shareRows` is in debt once the deltas replace `replacedShare`
+ * of its workspaces (as the batch that last touched it found: HiddenRows), so that it is written whole once per
+ * that share of it changed, not once per batch (TIDY_SHARE_ROWS says why not a smaller one). A unit pays the debt of the ones read most first (`reads`), then of
  * those with more deltas, then of the smallest (cheapest to write). Deleted organizations are never taken.
  */
-export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}, replacedShare = 0): { name: string; rows: number; deltas: number; reads: number }[] {
+export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}, replacedShare = 0, shareRows = TIDY_SHARE_ROWS): { name: string; rows: number; deltas: number; reads: number }[] {
   const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
   const major = new Set(m.major ? m.majorOrganizations ?? [] : []);
   const minor = new Set(m.delta ? m.deltaOrganizations ?? [] : []);
@@ -83,7 +85,7 @@ export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Rec
     return h && h.lowest === lowestFile(m, o) && workspaces > 0 ? (h.rows.workspaces ?? 0) / workspaces : 0;
   };
   return [...new Set([...major, ...minor])]
-    .filter((o) => m.organizationKeys?.[o] !== undefined && (size(o) <= maxRows || (replacedShare > 0 && replaced(o) >= replacedShare)))
+    .filter((o) => m.organizationKeys?.[o] !== undefined && (size(o) <= maxRows || (replacedShare > 0 && size(o) > shareRows && replaced(o) >= replacedShare)))
     .map((name) => ({ name, rows: size(name), deltas: (major.has(name) ? 1 : 0) + (minor.has(name) ? 1 : 0), reads: reads[name] ?? 0 }))
     .sort((a, b) => b.reads - a.reads || b.deltas - a.deltas || a.rows - b.rows || (a.name < b.name ? -1 : 1));
 }
@@ -229,7 +231,7 @@ async function switchUnit(dataDir: string, opts: TidyOptions, unit: Unit & { fil
     const kept: OverlayEntry[] = (onto.overlays ?? []).filter((o) => !merged.has(o.file))
       .map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => written[org] === undefined)) }))
       .filter((o) => Object.keys(o.organizations).length > 0);
-    const overlays = [...kept, { file, id: onto.id, organizations: written }];
+    const overlays = [...kept, { file, id: onto.id, organizations: written, sequence: current.sequence ?? 0 }];
     const gone = (onto.overlays ?? []).map((o) => o.file).filter((f) => !overlays.some((o) => o.file === f));
     const sizes = { ...onto.sizes };
     for (const f of gone) delete sizes[f];
