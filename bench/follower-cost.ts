@@ -8,13 +8,20 @@
 //     follower's CPU competing, nothing switched); and beside the same batches applied to the server's own
 //     data directory (the CPU, and a snapshot switch after each). The difference between the last two is
 //     what switching costs; between the first two, what sharing the cores costs.
+// F3  what the deltas come to over the stream's batches, with and without tidying by share: the stream's first
+//     FOLLOWER_F3_BATCHES batches applied in-process on one thread to a linked copy, and with INGEST_TIDY_SHARE's
+//     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, as the follower
+//     would run it between batches; each batch's CPU, the deltas' bytes, and each unit's CPU and rows.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
-// FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2), FOLLOWER_THREADS (F1's thread counts: 2,1).
+// FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
+// counts: 2,1), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyBatch, type ApplyResult } from '../src/snapshots/write/apply.js';
+import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
+import { tidyUnit } from '../src/snapshots/write/tidy.js';
 import { BUILD_STEPS } from '../src/snapshots/write/delta.js';
 import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches, type StreamBatch } from './stream-batches.js';
@@ -97,6 +104,46 @@ async function main(): Promise<void> {
     console.log(`|---|${THREADS.map(() => '---|---').join('|')}|`);
     for (const step of BUILD_STEPS) console.log(`| ${step} | ${THREADS.map((t) => `${f1[`threads_${t}`]!.small.steps_ms_p50[step]} | ${f1[`threads_${t}`]!.large.steps_ms_p50[step]}`).join(' | ')} |`);
     results.F1 = { batches: BATCHES, rounds: ROUNDS, ...f1 };
+  }
+
+  if (SCENARIOS.has('F3')) {
+    const batches = Number(process.env.FOLLOWER_F3_BATCHES ?? 126);
+    const share = Number(process.env.FOLLOWER_F3_SHARE ?? 0.05);
+    const runs: Record<string, unknown> = {};
+    for (const policy of ['layered', 'share'] as const) {
+      const work = join(BENCH_DIR, 'follower-f3');
+      linkedCopy(BENCH_DIR, work, baseId);
+      const rows: Record<string, unknown>[] = [];
+      try {
+        for (const [i, b] of order.slice(0, batches).entries()) {
+          const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
+          let before = cpu();
+          await applyBatch(b.dir, { dataDir: work, threads: 1, keep: 3, keepDays: 0 });
+          const batchCpu = cpu() - before;
+          before = cpu();
+          const unit = policy === 'share' ? await tidyUnit(work, { maxRows: 0, replacedShare: share, unitRows: 1, threads: 1, memoryLimit: '2GB' }) : null;
+          const unitCpu = cpu() - before;
+          const m = await readManifest(work, (await readCurrentId(work))!);
+          const mb = (file: string | undefined) => round((file ? m.sizes?.[file] ?? 0 : 0) / 2 ** 20, 1);
+          rows.push({ i, size: b.size, cpu: round(batchCpu), older_mb: mb(m.major), newer_mb: mb(m.delta), ...(unit ? { unit: { organizations: unit.organizations, rows: unit.rows, cpu: round(unitCpu) } } : {}) });
+          if (unit) log(`F3 ${policy}: after batch ${i}, a unit of ${unit.organizations.join(', ')} (${unit.rows} rows): ${round(unitCpu)} CPU-s`);
+        }
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+      const cpus = (size: string, from: number) => rows.filter((r) => r.size === size && (r.i as number) >= from).map((r) => r.cpu as number);
+      const last = rows.at(-1)!;
+      const summary = {
+        small_cpu_p50: round(percentile(cpus('small', 1), 0.5)), large_cpu_p50: round(percentile(cpus('large', 1), 0.5)),
+        large_cpu_last_third_p50: round(percentile(cpus('large', Math.floor(batches * 2 / 3)), 0.5)),
+        deltas_mb_at_end: round((last.older_mb as number) + (last.newer_mb as number), 1),
+        deltas_mb_max: Math.max(...rows.map((r) => round((r.older_mb as number) + (r.newer_mb as number), 1))),
+        unit_cpu: rows.filter((r) => r.unit).map((r) => (r.unit as { cpu: number }).cpu),
+      };
+      log(`F3 ${policy}: ${JSON.stringify(summary)}`);
+      runs[policy] = { summary, rows };
+    }
+    results.F3 = { batches, share, ...runs };
   }
 
   if (SCENARIOS.has('F2')) {

@@ -175,7 +175,7 @@ async function holdMs(spool: string, name: string, opts: IngestOptions): Promise
 const tidies = (opts: IngestOptions) => (opts.tidyRows ?? 0) > 0 || (opts.tidyShare ?? 0) > 0;
 
 /** The organizations of `m` in debt, as the follower's options say (tidy.ts tidyCandidates). */
-const inDebt = (m: Manifest, opts: IngestOptions, reads?: Record<string, number>) => tidyCandidates(m, opts.tidyRows ?? 0, reads, opts.tidyShare ?? 0);
+const inDebt = (m: Manifest, opts: IngestOptions) => tidyCandidates(m, opts.tidyRows ?? 0, {}, opts.tidyShare ?? 0);
 
 /**
  * One tidying unit (tidy.ts) when an organization is in debt, the most-read first (organization-reads.ts),
