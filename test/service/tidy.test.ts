@@ -62,6 +62,19 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The one number `sql` counts in the layer file `file`, attached read-only as `d`. */
+  async function countIn(file: string, sql: string): Promise<number> {
+    const instance = await DuckDBInstance.create(':memory:');
+    const db = await instance.connect();
+    try {
+      await db.run(`ATTACH '${file.replace(/'/g, "''")}' AS d (READ_ONLY)`);
+      return Number((await db.runAndReadAll(sql)).getRows()[0]![0] as bigint);
+    } finally {
+      db.closeSync();
+      instance.closeSync();
+    }
+  }
+
   /** Every compared route answers as before the first unit. */
   async function answersAsBefore(label: string): Promise<void> {
     await server.snapshots.refresh();
@@ -135,20 +148,9 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
     const forgotten = tidied.filter((o) => !inDeltas.has(o));
     expect(forgotten.length, 'tidied organizations the deltas forgot').to.be.greaterThan(0);
     // Their rows are still in the delta files, which tidying does not rewrite.
-    const stored = async (file: string) => {
-      const instance = await DuckDBInstance.create(':memory:');
-      const db = await instance.connect();
-      try {
-        await db.run(`ATTACH '${file.replace(/'/g, "''")}' AS d (READ_ONLY)`);
-        const list = forgotten.map((o) => `'${o.replace(/'/g, "''")}'`).join(', ');
-        const [[rows, replaced]] = (await db.runAndReadAll(`SELECT (SELECT count(*) FROM d.workspaces WHERE _org IN (${list})),
-          (SELECT count(*) FROM d.replaced_workspaces WHERE organization IN (${list}))`)).getRows() as [[bigint, bigint]];
-        return Number(rows) + Number(replaced);
-      } finally {
-        db.closeSync();
-        instance.closeSync();
-      }
-    };
+    const list = forgotten.map((o) => `'${o.replace(/'/g, "''")}'`).join(', ');
+    const stored = (file: string) => countIn(file, `SELECT (SELECT count(*) FROM d.workspaces WHERE _org IN (${list}))
+      + (SELECT count(*) FROM d.replaced_workspaces WHERE organization IN (${list}))`);
     const files = [before.major, before.delta].filter((f): f is string => f !== undefined).map((f) => join(snapshotPath(dataDir, before.id), f));
     expect((await Promise.all(files.map(stored))).reduce((a, n) => a + n, 0), 'their rows in the deltas before the fold').to.be.greaterThan(0);
     await server.snapshots.refresh();
@@ -186,19 +188,8 @@ describe('tidying: small organizations the deltas hold, written whole off the ba
     }
     // Their rows the batches up to the unit's snapshot wrote, still in the newer delta's file.
     const bound = DELTA_POSITION_BASE + ((read.sequence ?? 0) + 1) * BATCH_POSITIONS;
-    const settledIn = async (file: string) => {
-      const instance = await DuckDBInstance.create(':memory:');
-      const db = await instance.connect();
-      try {
-        await db.run(`ATTACH '${file.replace(/'/g, "''")}' AS d (READ_ONLY)`);
-        const list = again.map((o) => `'${o.replace(/'/g, "''")}'`).join(', ');
-        const [[n]] = (await db.runAndReadAll(`SELECT count(*) FROM d.resources WHERE _org IN (${list}) AND _pos < ${bound}`)).getRows() as [[bigint]];
-        return Number(n);
-      } finally {
-        db.closeSync();
-        instance.closeSync();
-      }
-    };
+    const list = again.map((o) => `'${o.replace(/'/g, "''")}'`).join(', ');
+    const settledIn = (file: string) => countIn(file, `SELECT count(*) FROM d.resources WHERE _org IN (${list}) AND _pos < ${bound}`);
     expect(await settledIn(join(snapshotPath(dataDir, onto.id), onto.delta!)), 'their earlier rows in the newer delta').to.be.greaterThan(0);
     await server.snapshots.refresh();
     const answered = new Map<string, { status: number; body: string }>();

@@ -25,7 +25,7 @@ describe('configuration', () => {
   const page = read('docs/configuration.md');
   const read_ = new Set([
     ...[...config.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!),
-    ...[...config.matchAll(/\b(?:int|decimal)\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]!),
+    ...[...config.matchAll(/\b(?:int|decimal|share)\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]!),
   ]);
   const listed = new Set([...page.matchAll(/^\| `([A-Z][A-Za-z0-9_<>]+)` \|/gm)].map((m) => m[1]!));
 
@@ -55,6 +55,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ BATCH_THREADS: '0' })).to.throw(/BATCH_THREADS/);
     expect(loadConfig({}).batchThreads).to.equal(1);
     expect(loadConfig({ BATCH_THREADS: '2' }).batchThreads).to.equal(2);
+    // A share is 0 to 1.
+    expect(() => loadConfig({ INGEST_TIDY_SHARE: '1.5' })).to.throw(/INGEST_TIDY_SHARE/);
+    expect(() => loadConfig({ INGEST_TIDY_SHARE: '-0.1' })).to.throw(/INGEST_TIDY_SHARE/);
+    expect(loadConfig({}).ingestTidyShare).to.equal(0);
+    expect(loadConfig({ INGEST_TIDY_SHARE: '0.05' }).ingestTidyShare).to.equal(0.05);
     expect(() => loadSyncSettings({ SYNC_CONCURRENCY: '0' })).to.throw(/SYNC_CONCURRENCY/);
     expect(() => loadSyncSettings({ SYNC_MEMORY_LIMIT: 'plenty' })).to.throw(/SYNC_MEMORY_LIMIT/);
     expect(loadSyncSettings({})).to.deep.equal({ concurrency: 2, backoffMs: 500, idleTimeoutMs: 60_000, memoryLimit: '300MB' });
