@@ -153,6 +153,20 @@ export const WHOLE_STATE = ['organizations', 'projects', 'teams', 'team_members'
 export const WORKSPACE_STATE = { workspaces: 'id', providers: 'workspace_id', modules: 'workspace_id' } as const;
 export type StateKind = (typeof WHOLE_STATE)[number] | keyof typeof WORKSPACE_STATE;
 
+/** Whether two manifests read the same layers under the deltas: the same base file and whole layer. */
+export const sameLayersBelow = (a: Manifest, b: Manifest) => a.base === b.base && a.database === b.database && a.whole === b.whole && a.wholeId === b.wholeId;
+
+/**
+ * Whether `now` is a later batch snapshot of `read`'s line: the same layers under the deltas, and batches that
+ * continue `read`'s (its last batch among them), so that the batches since only stacked deltas. What a
+ * background writer that read `read` may put its file under (write/whole-layer.ts, write/tidy.ts).
+ */
+export function continuesLine(read: Manifest, now: Manifest): boolean {
+  const last = read.batches?.[read.batches.length - 1];
+  return sameLayersBelow(read, now) && (now.sequence ?? 0) > (read.sequence ?? 0)
+    && (last === undefined || (now.batches ?? []).some((b) => b.name === last.name && b.digest === last.digest && b.arrivedAt === last.arrivedAt));
+}
+
 /**
  * `rows` of one layer less those whose workspace (in `column`) a later layer replaced. An explicit anti join
  * on each later layer's replaced workspaces: written as NOT EXISTS, DuckDB decorrelated it through a grouping

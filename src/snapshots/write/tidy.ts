@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
@@ -270,10 +270,7 @@ async function switchUnit(dataDir: string, opts: TidyOptions, unit: Unit & { fil
  * no unit went under `now` from the same snapshot.
  */
 function buildsOn(read: Manifest, now: Manifest, written: string[], merging: readonly OverlayEntry[], file: string): boolean {
-  if (now.base !== read.base || now.database !== read.database || now.whole !== read.whole || now.wholeId !== read.wholeId) return false;
-  if ((now.sequence ?? 0) < (read.sequence ?? 0) || (now.overlays ?? []).some((o) => o.file === file)) return false;
-  const last = read.batches?.[read.batches.length - 1];
-  if (now.id !== read.id && last !== undefined && !(now.batches ?? []).some((b) => b.name === last.name && b.digest === last.digest && b.arrivedAt === last.arrivedAt)) return false;
+  if (!(now.id === read.id ? sameLayersBelow(read, now) : continuesLine(read, now)) || (now.overlays ?? []).some((o) => o.file === file)) return false;
   const overlayOf = (m: Manifest, org: string) => (m.overlays ?? []).find((o) => o.organizations[org] !== undefined)?.file;
   if (written.some((org) => overlayOf(read, org) !== overlayOf(now, org))) return false;
   return merging.every((o) => (now.overlays ?? []).some((n) => n.file === o.file && JSON.stringify(n.organizations) === JSON.stringify(o.organizations)));

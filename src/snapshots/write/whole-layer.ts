@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  isTidyFile, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  continuesLine, isTidyFile, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
@@ -193,9 +193,6 @@ function rebased(compacted: Manifest, now: Manifest): Manifest | null {
   // A tidying unit since (tidy.ts) took organizations from the deltas, which the whole layer holds as they
   // were before it: not under it.
   if ((now.overlays ?? []).some((o) => isTidyFile(o.file) && !(compacted.overlays ?? []).some((c) => c.file === o.file))) return null;
-  const sameBelow = now.base === compacted.base && now.database === compacted.database && now.whole === compacted.whole && now.wholeId === compacted.wholeId;
   // A later snapshot of the same line: its batches continue the compacted one's.
-  const last = compacted.batches?.[compacted.batches.length - 1];
-  const continues = (now.sequence ?? 0) > (compacted.sequence ?? 0) && (last === undefined || (now.batches ?? []).some((b) => b.name === last.name && b.digest === last.digest && b.arrivedAt === last.arrivedAt));
-  return sameBelow && continues ? now : null;
+  return continuesLine(compacted, now) ? now : null;
 }
