@@ -284,26 +284,46 @@ export interface OverlayPart {
  * The statements that make schema `schema` the layers under the deltas: `low` (the base, then the whole layer
  * if any) with each organization an overlay is the current copy of read from that overlay alone. The schema
  * then serves as one layer (`schema.<view>`, `schema.source_<kind>`) under the deltas. Keys and names are
- * the manifest's, never a client's: written out as constant lists, which DuckDB tests in the scans.
+ * the manifest's, never a client's: written out as constant lists.
+ * The overlays' organizations leave the lower part by an anti join on their list, not a `NOT IN` filter on its
+ * scan: a lookup of workspaces by id through the schema (a batch's validation and what it replaces) then
+ * still reaches the scan as a join filter, where a filter on the scan kept it out, and each such lookup read
+ * the base's million workspaces (5–14 against 90–110 ms on the bench snapshot; docs/performance.md, "Change
+ * batches: each organization read from its own layer").
  */
 export function underStatements(schema: string, low: readonly string[], overlays: readonly OverlayPart[]): string[] {
-  const keys = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.values(o.organizations)).map((k) => Math.trunc(k)).join(', ') || 'NULL';
-  const names = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.keys(o.organizations)).map(sqlLiteral).join(', ') || 'NULL';
+  const keys = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.values(o.organizations)).map((k) => Math.trunc(k)).join(', ');
+  const names = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.keys(o.organizations)).map(sqlLiteral).join(', ');
   const lowRows = (view: string) => (low.length === 1 ? `${low[0]}.${ident(view)}`
     : workspaceColumn(view) ? mergedViewRows(low, view) : mergedGroupedRows(low, view));
-  // No overlay: no test (NOT IN an empty list, written NULL, would keep no row).
-  const unless = (test: string) => (overlays.length === 0 ? '' : ` WHERE ${test}`);
+  // No organization in an overlay: nothing to leave out (and `IN ()` is no SQL: an overlay of none keeps nothing).
+  const unless = (column: string, list: string) => (list === '' ? '' : ` ANTI JOIN (SELECT unnest([${list}]) AS v) x ON x.v = t.${column}`);
   const statements = [`CREATE SCHEMA ${schema}`];
   for (const view of VIEW_NAMES) {
-    statements.push(`CREATE VIEW ${schema}.${ident(view)} AS SELECT * FROM ${lowRows(view)} t${unless(`t._org_key NOT IN (${keys(overlays)})`)}${
-      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.${ident(view)} WHERE _org_key IN (${keys([o])})`).join('')}`);
+    statements.push(`CREATE VIEW ${schema}.${ident(view)} AS SELECT t.* FROM ${lowRows(view)} t${unless('_org_key', keys(overlays))}${
+      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.${ident(view)} WHERE _org_key IN (${keys([o]) || 'NULL'})`).join('')}`);
   }
   for (const kind of WHOLE_STATE) statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(low, kind)}`);
   for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
-    statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(low, kind)} s${unless(`s.organization NOT IN (${names(overlays)})`)}${
-      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.source_${kind} WHERE organization IN (${names([o])})`).join('')}`);
+    statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT t.* FROM ${mergedState(low, kind)} t${unless('organization', names(overlays))}${
+      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.source_${kind} WHERE organization IN (${names([o]) || 'NULL'})`).join('')}`);
   }
   return statements;
+}
+
+/**
+ * `columns` of the rows of `table` (a view with rows per workspace, its workspace in `column`, or a kind of
+ * workspace source state) that the layers under the deltas hold of the organizations `test` keeps, all of
+ * them read from the same part of underStatements' schema: the overlay `overlay` where it is their current
+ * copy, else `low` (the base, then the whole layer if any), given `organizationKey` when `test` keeps one
+ * organization by its key. What the schema gives of them, read from that part alone: the other parts' scans
+ * and the tests that keep each organization in one part are left out, and each scan reads only `columns`.
+ */
+export function partRows(low: readonly string[], overlay: string | null, table: string, column: string, columns: string, test: string, organizationKey?: number): string {
+  if (overlay !== null) return `SELECT ${columns} FROM ${overlay}.${table} WHERE ${test}`;
+  if (low.length === 1) return `SELECT ${columns} FROM ${low[0]}.${table} WHERE ${test}`;
+  return low.map((layer, i) => (i === low.length - 1 ? `SELECT ${columns} FROM ${layer}.${table} WHERE ${test}`
+    : `SELECT ${columns} FROM (${standing(`${layer}.${table}`, column, low.slice(i + 1), organizationKey)}) b WHERE ${test}`)).join('\n  UNION ALL ');
 }
 
 /**

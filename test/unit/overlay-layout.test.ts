@@ -2,7 +2,7 @@
 // statements that read the layers under the deltas as one.
 import { expect } from 'chai';
 import { VIEW_NAMES } from '../../src/catalog/catalog.js';
-import { underStatements } from '../../src/snapshots/delta-layout.js';
+import { partRows, underStatements } from '../../src/snapshots/delta-layout.js';
 import type { Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { overlaysToMerge } from '../../src/snapshots/write/apply.js';
 
@@ -25,24 +25,41 @@ describe('overlays: which a batch takes in', () => {
 });
 
 describe('overlays: the layers under the deltas read as one', () => {
-  it('with no overlay, tests nothing (NOT IN an empty list would keep no row)', () => {
+  it('with no overlay, leaves nothing out of the lower part', () => {
     const sql = underStatements('u', ['f_base', 'f_whole'], []).join('\n');
-    expect(sql).to.not.include('_org_key NOT IN');
-    expect(sql).to.not.include('organization NOT IN');
-    expect(sql).to.include('ANTI JOIN');
+    expect(sql).to.not.include('unnest');
+    // The whole layer's replaced workspaces still leave the base's rows out.
+    expect(sql).to.include('ANTI JOIN (SELECT id FROM f_whole.replaced_workspaces)');
   });
 
   it('reads each overlay\'s organizations from it alone, by key for views and by name for the source state', () => {
     const statements = underStatements('u', ['f_base'], [{ alias: 'f_overlay0', organizations: { 'a-org': 7 } }, { alias: 'f_overlay1', organizations: { "o'brien": 9 } }]);
     const view = statements.find((s) => s.startsWith('CREATE VIEW u."workspaces"'))!;
-    expect(view).to.include('t._org_key NOT IN (7, 9)');
+    // An anti join on the list rather than a filter on the scan: a lookup by workspace id still reaches the scan.
+    expect(view).to.include('ANTI JOIN (SELECT unnest([7, 9]) AS v) x ON x.v = t._org_key');
+    expect(view).to.not.include('NOT IN');
     expect(view).to.include('f_overlay0."workspaces" WHERE _org_key IN (7)');
     expect(view).to.include('f_overlay1."workspaces" WHERE _org_key IN (9)');
     const state = statements.find((s) => s.startsWith('CREATE VIEW u.source_workspaces'))!;
-    expect(state).to.include("s.organization NOT IN ('a-org', 'o''brien')");
+    expect(state).to.include("ANTI JOIN (SELECT unnest(['a-org', 'o''brien']) AS v) x ON x.v = t.organization");
     expect(state).to.include("f_overlay1.source_workspaces WHERE organization IN ('o''brien')");
     // The small kinds are whole in the newest layer below: no overlay holds them.
     expect(statements.find((s) => s.startsWith('CREATE VIEW u.source_organizations'))).to.not.include('overlay');
     expect(statements.filter((s) => s.startsWith('CREATE VIEW u."'))).to.have.length(VIEW_NAMES.length);
+  });
+});
+
+describe('overlays: a batch reads each organization from its own part of the layers under the deltas', () => {
+  it('reads an organization an overlay holds from that overlay alone', () => {
+    expect(partRows(['f_base', 'f_whole'], 'f_overlay1', '"workspaces"', 'external_id', '_org, _pos', '_org_key = 9', 9))
+      .to.equal('SELECT _org, _pos FROM f_overlay1."workspaces" WHERE _org_key = 9');
+  });
+
+  it('reads any other from the base alone, or from the base less what the whole layer replaced of it, and the whole layer', () => {
+    expect(partRows(['f_base'], null, '"workspaces"', 'external_id', '_org', '_org_key = 4', 4)).to.equal('SELECT _org FROM f_base."workspaces" WHERE _org_key = 4');
+    const sql = partRows(['f_base', 'f_whole'], null, '"workspaces"', 'external_id', '_org', '_org_key = 4', 4);
+    expect(sql).to.include('FROM f_base."workspaces" b ANTI JOIN (SELECT id FROM f_whole.replaced_workspaces WHERE _org_key = 4)');
+    expect(sql).to.include('UNION ALL SELECT _org FROM f_whole."workspaces" WHERE _org_key = 4');
+    expect(sql).to.not.include('overlay');
   });
 });

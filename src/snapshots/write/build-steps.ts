@@ -77,6 +77,8 @@ export interface AttachedLayers {
   replacing: string[];
   /** The overlays, as attached. */
   overlays: OverlayPart[];
+  /** The whole layer, as attached, if any. */
+  whole: string | null;
   /** Detaches them all. */
   detach(): Promise<void>;
 }
@@ -100,7 +102,7 @@ export async function attachLayers(run: (sql: string) => Promise<unknown>, paths
   const major = await attach('f_major', paths.major);
   const minor = await attach('f_minor', paths.minor);
   return {
-    under, major, minor, overlays,
+    under, major, minor, overlays, whole,
     stack: [under, ...(major ? [major] : []), ...(minor ? [minor] : [])],
     replacing: [...(whole ? [whole] : []), ...(major ? [major] : []), ...(minor ? [minor] : [])],
     async detach() {

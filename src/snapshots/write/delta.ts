@@ -12,7 +12,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile,
+  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -120,6 +120,8 @@ interface Build {
   /** The layers under the deltas, read as one, and the overlays among them (build-steps.ts AttachedLayers). */
   under: string;
   overlays: OverlayPart[];
+  /** The whole layer as attached, if any: under the deltas with the base and the overlays. */
+  whole: string | null;
   /** The older delta when the new one is a newer delta over it (no fold): its replaced workspaces stay replaced. */
   kept: string | null;
   /**
@@ -216,7 +218,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'kept' | 'inPlace'> & { stack: string[] }> {
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'whole' | 'kept' | 'inPlace'> & { stack: string[] }> {
   const attached = await attachLayers(run, input.layers);
   // A newer delta over the current newer delta is that file, copied by the kernel, less the rows this batch
   // replaces and plus its own: DuckDB's checkpoint then writes the row groups the batch changed and keeps the
@@ -264,7 +266,7 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   await run([...stateKinds.map((kind) => `CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`),
     prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false'].join(';\n'));
-  return { prev, under: attached.under, overlays: attached.overlays, kept: input.fold ? null : attached.major, inPlace, stack: attached.stack };
+  return { prev, under: attached.under, overlays: attached.overlays, whole: attached.whole, kept: input.fold ? null : attached.major, inPlace, stack: attached.stack };
 }
 
 /**
@@ -591,18 +593,42 @@ const TOUCHED_STATE = ['providers', 'modules'] as const;
  * (docs/performance.md, "Change batches: fewer statements, each organization's rows read once"). Per view
  * with rows per workspace, only the columns those read; per kind of source state, every column (few).
  */
-async function readTouched({ input, run, under }: Build, touchedNames: string[], organizationKeys: Record<string, number>): Promise<void> {
+async function readTouched({ input, run, overlays, whole }: Build, touchedNames: string[], organizationKeys: Record<string, number>): Promise<void> {
   // Keys and names from our manifest and the batch's validated records, written out as constants, which
   // DuckDB tests against the zone maps in the scans themselves: one scan per organization, where a list of
   // them is few enough. A scan for a list tests every row group between the list's least and greatest value
   // (touched organizations lie all over the key order); a scan for one organization only its own: 137 against
   // 212 ms for nine small organizations' rows of the four tables on the bench base.
+  // Each organization is read from the one part of the layers under the deltas its rows lie in (its overlay,
+  // else the base and the whole layer), not through the union of them all (delta-layout.ts partRows): an
+  // overlay of organizations the batch does not touch then costs it nothing, where through the union it cost
+  // a small batch's read of its workspaces a quarter more (docs/performance.md, "Change batches: each
+  // organization read from its own layer").
   const key = ident(ORGANIZATION_KEY_COLUMN);
-  // The tests of each scan, on `column` holding the constants `values`.
-  const scans = (column: string, values: string[]) => (values.length === 0 ? ['false']
-    : values.length <= (input.touchedRead?.scansApart ?? SCANS_APART) ? values.map((v) => `${column} = ${v}`) : [`${column} IN (${values.join(', ')})`]);
-  const byKey = scans(key, touchedNames.filter((n) => organizationKeys[n] !== undefined).map((n) => String(Math.trunc(organizationKeys[n]!))));
-  const byName = scans('organization', touchedNames.map(sqlLiteral));
+  const low = ['f_base', ...(whole ? [whole] : [])];
+  const parts = new Map<string | null, string[]>();
+  for (const name of touchedNames) {
+    const part = overlays.find((o) => o.organizations[name] !== undefined)?.alias ?? null;
+    parts.set(part, [...parts.get(part) ?? [], name]);
+  }
+  const apart = input.touchedRead?.scansApart ?? SCANS_APART;
+  // Each scan's rows of `table`, its workspace in `column`: one scan per organization where they are few, else
+  // one per part for the list of its organizations, by key (`keyed`) or by name.
+  const scans = (table: string, column: string, columns: string, keyed: boolean) => {
+    const selects: string[] = [];
+    const by = keyed ? key : 'organization';
+    const constant = (v: string | number) => (typeof v === 'number' ? String(v) : sqlLiteral(v));
+    for (const [part, names] of parts) {
+      const values = keyed ? names.filter((n) => organizationKeys[n] !== undefined).map((n) => Math.trunc(organizationKeys[n]!)) : names;
+      if (values.length === 0) continue;
+      if (touchedNames.length <= apart) {
+        for (const v of values) selects.push(partRows(low, part, table, column, columns, `${by} = ${constant(v)}`, typeof v === 'number' ? v : undefined));
+      } else {
+        selects.push(partRows(low, part, table, column, columns, `${by} IN (${values.map(constant).join(', ')})`));
+      }
+    }
+    return selects.length === 0 ? `SELECT ${columns} FROM ${low[0]}.${table} WHERE false` : selects.join('\n  UNION ALL ');
+  };
   const back = groupedSourceColumns().map((c) => ident(c.column));
   // Many rows (a batch that touches a large organization) are read again by each step rather than kept: kept,
   // they cost a 1,000-workspace batch a tenth more.
@@ -611,9 +637,9 @@ async function readTouched({ input, run, under }: Build, touchedNames: string[],
   await run([
     ...VIEW_NAMES.filter((v) => workspaceColumn(v)).map((view) => {
       const columns = [...new Set(['_org', key, ident(POSITION_COLUMN), ident(workspaceColumn(view)!), ...(view === 'workspaces' ? back : [])])];
-      return `CREATE TEMP ${kind} ${touchedTable(view)} AS ${byKey.map((test) => `SELECT ${columns.join(', ')} FROM ${under}.${ident(view)} WHERE ${test}`).join('\n  UNION ALL ')}`;
+      return `CREATE TEMP ${kind} ${touchedTable(view)} AS ${scans(ident(view), workspaceColumn(view)!, columns.join(', '), true)}`;
     }),
-    ...TOUCHED_STATE.map((state) => `CREATE TEMP ${kind} ${touchedTable(`source_${state}`)} AS ${byName.map((test) => `SELECT * FROM ${under}.source_${state} WHERE ${test}`).join('\n  UNION ALL ')}`),
+    ...TOUCHED_STATE.map((state) => `CREATE TEMP ${kind} ${touchedTable(`source_${state}`)} AS ${scans(`source_${state}`, WORKSPACE_STATE[state], '*', false)}`),
   ].join(';\n'));
 }
 
