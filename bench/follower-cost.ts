@@ -10,8 +10,8 @@
 //     what switching costs; between the first two, what sharing the cores costs.
 // F3  what the deltas come to over the stream's batches, with and without tidying by share: the stream's first
 //     FOLLOWER_F3_BATCHES batches applied in-process on one thread to a linked copy, and with INGEST_TIDY_SHARE's
-//     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, as the follower
-//     would run it between batches; each batch's CPU, the deltas' bytes, and each unit's CPU and rows.
+//     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
+//     own as the follower runs it; each batch's CPU, the deltas' bytes, and each unit's CPU and rows.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
 // counts: 2,1), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
@@ -21,7 +21,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyBatch, type ApplyResult } from '../src/snapshots/write/apply.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
-import { tidyUnit } from '../src/snapshots/write/tidy.js';
+import { tidyInProcess } from '../src/snapshots/write/tidy-process.js';
 import { BUILD_STEPS } from '../src/snapshots/write/delta.js';
 import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches, type StreamBatch } from './stream-batches.js';
@@ -117,12 +117,13 @@ async function main(): Promise<void> {
       try {
         for (const [i, b] of order.slice(0, batches).entries()) {
           const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
-          let before = cpu();
+          const before = cpu();
           await applyBatch(b.dir, { dataDir: work, threads: 1, keep: 3, keepDays: 0 });
           const batchCpu = cpu() - before;
-          before = cpu();
-          const unit = policy === 'share' ? await tidyUnit(work, { maxRows: 0, replacedShare: share, unitRows: 1, threads: 1, memoryLimit: '2GB' }) : null;
-          const unitCpu = cpu() - before;
+          // In a process of its own, as the follower runs it (tidy-process.ts): charged that process's CPU.
+          const outcome = policy === 'share' ? await tidyInProcess({ dataDir: work, maxRows: 0, replacedShare: share, unitRows: 1, threads: 1, memoryLimit: '2GB' }) : null;
+          const unit = outcome?.result ?? null;
+          const unitCpu = outcome?.cpuSeconds ?? 0;
           const m = await readManifest(work, (await readCurrentId(work))!);
           const mb = (file: string | undefined) => round((file ? m.sizes?.[file] ?? 0 : 0) / 2 ** 20, 1);
           rows.push({ i, size: b.size, cpu: round(batchCpu), older_mb: mb(m.major), newer_mb: mb(m.delta), ...(unit ? { unit: { organizations: unit.organizations, rows: unit.rows, cpu: round(unitCpu) } } : {}) });

@@ -5,8 +5,7 @@ import { parseArgs, UsageError } from './args.js';
 import { recordRejectedBatch } from '../snapshots/snapshot-dir.js';
 import { WriterBusyError } from '../snapshots/writer-lock.js';
 import { applyBatch, batchDigest, BatchRejectedError, NoSnapshotError } from '../snapshots/write/apply.js';
-import { readdirSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { lowerPriority } from '../snapshots/write/priority.js';
 import { basename } from 'node:path';
 
 const kinds = (counts: Record<string, number>) => Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ');
@@ -36,27 +35,13 @@ export async function apply(argv: string[]): Promise<number> {
   }
 }
 
-/**
- * Lowers the follower's CPU priority (nice), so that the servers on the same cores keep their pages' pace
- * while batches apply back to back: the scheduler gives a nice-10 task a tenth of a busy core's share. On
- * Linux a priority is a thread's, and new threads (DuckDB's, libuv's) take their creator's: every thread of
- * the process now is set, before DuckDB starts any.
- */
-function lowerPriority(nice: number): void {
-  if (nice === 0) return;
-  let tids: number[] = [];
-  try { tids = readdirSync('/proc/self/task').map(Number); } catch { /* not Linux: the process's priority */ }
-  for (const tid of tids.length > 0 ? tids : [0]) {
-    try { setPriority(tid, nice); } catch { /* a thread gone meanwhile, or no permission to change it */ }
-  }
-}
-
 export async function ingest(argv: string[]): Promise<number> {
   const args = parseArgs(argv, []);
   const spool = args.positional[0];
   if (!spool || args.positional.length > 1) throw new UsageError('ingest takes one spool directory');
   const config = loadConfig();
-  lowerPriority(config.ingestNice);
+  // The follower below the servers on the same cores (a nice-10 task gets about a tenth of a busy core's share).
+  if (config.ingestNice > 0) lowerPriority(config.ingestNice);
   const { runIngest } = await import('../snapshots/write/ingest.js');
   const stop = new AbortController();
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());

@@ -1,6 +1,7 @@
 // The follower's tidying as it runs beside the stream (docs/changes.md §5, "Tidying"): servers record which
-// organizations they are asked about, the follower tidies the most-read organization in debt first, never
-// beyond its CPU budget, and a lone batch waits for company while too many organizations are in debt.
+// organizations they are asked about, the follower tidies the most-read organization in debt first, in a
+// process of its own below the batches' priority, never beyond its CPU budget, and a lone batch waits for
+// company while too many organizations are in debt.
 // (test/service/tidy.test.ts holds a unit's own work to answering as before, killed or not.)
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { runIngest, type IngestOptions } from '../../src/snapshots/write/ingest.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { tidyCandidates } from '../../src/snapshots/write/tidy.js';
+import { TIDY_NICE } from '../../src/snapshots/write/tidy-process.js';
 import { openStateStore } from '../../src/store/open-store.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -98,7 +100,11 @@ describe('tidying beside the stream: most-read first, within a budget, a lone ba
     await reads.flush();
     arrive(3);
     const log = await follow({ tidyCpu: 100 }, (l) => l.some((e) => e.message === 'organizations tidied'), 'a unit after the batch');
-    expect(log.find((e) => e.message === 'organizations tidied')!.fields.most_read).to.equal(1);
+    const tidiedLog = log.find((e) => e.message === 'organizations tidied')!.fields;
+    expect(tidiedLog.most_read).to.equal(1);
+    // In a process of its own below the batches' priority, charged that process's CPU.
+    expect(tidiedLog.nice).to.equal(TIDY_NICE);
+    expect(tidiedLog.cpu_seconds).to.be.a('number').and.greaterThan(0);
     const after = await readManifest(dataDir, (await readCurrentId(dataDir))!);
     const tidied = (after.overlays ?? []).filter((o) => isTidyFile(o.file)).flatMap((o) => Object.keys(o.organizations));
     expect(tidied).to.deep.equal([target]);

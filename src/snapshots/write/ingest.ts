@@ -10,7 +10,8 @@ import { readCurrentId, readManifest, recordRejectedBatch, type Manifest } from 
 import { WriterBusyError } from '../writer-lock.js';
 import { applyBatch, applyCoalesced, batchDigest, BatchRejectedError, COALESCED_BATCHES, NoSnapshotError, type ApplyOptions, type ApplyResult } from './apply.js';
 import { compactLayers } from './whole-layer.js';
-import { tidyCandidates, tidyUnit } from './tidy.js';
+import { tidyCandidates } from './tidy.js';
+import { spentBy, tidyInProcess } from './tidy-process.js';
 import { CpuBudget } from './cpu-budget.js';
 import { readScores } from '../../metrics/organization-reads.js';
 import { COALESCE_MAX_MS, TIDY_CPU, tidyFile, TIDY_UNIT_ROWS } from '../delta-layout.js';
@@ -178,32 +179,34 @@ const tidies = (opts: IngestOptions) => (opts.tidyRows ?? 0) > 0 || (opts.tidySh
 const inDebt = (m: Manifest, opts: IngestOptions) => tidyCandidates(m, opts.tidyRows ?? 0, {}, opts.tidyShare ?? 0);
 
 /**
- * One tidying unit (tidy.ts) when an organization is in debt, the most-read first (organization-reads.ts),
- * charged to the budget; logged. It runs beside the batches, so its CPU cannot be told apart from theirs: it
- * is charged its wall time on its one thread, which is at least its CPU. Never rejects: a unit that failed
- * leaves the snapshot as it was.
+ * One tidying unit (tidy.ts) when an organization is in debt, the most-read first (organization-reads.ts), in a
+ * process of its own at the lowest priority (tidy-process.ts), so that it yields the CPU to the batches; charged
+ * to the budget the CPU that process spent; logged. Never rejects: a unit that failed leaves the snapshot as it
+ * was.
  */
 async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
   try {
     const m = await currentManifest(opts.dataDir);
-    // Nothing in debt, or the snapshot has its unit already (one a snapshot, tidy.ts): no lock taken for nothing.
+    // Nothing in debt, or the snapshot has its unit already (one a snapshot, tidy.ts): no process started for nothing.
     if (!m || inDebt(m, opts).length === 0 || (m.overlays ?? []).some((o) => o.file === tidyFile(m.sequence ?? 0))) return;
     const reads = await readScores(opts.dataDir);
-    const began = Date.now();
-    let done;
+    let outcome;
     try {
-      done = await tidyUnit(opts.dataDir, {
-        maxRows: opts.tidyRows ?? 0, replacedShare: opts.tidyShare ?? 0, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, reads,
-        memoryLimit: opts.memoryLimit, signal: opts.signal, writerLock: opts.writerLock, threads: 1,
-      });
-    } finally {
-      budget.spend((Date.now() - began) / 1000, Date.now());
+      outcome = await tidyInProcess({
+        dataDir: opts.dataDir, maxRows: opts.tidyRows ?? 0, replacedShare: opts.tidyShare ?? 0, unitRows: opts.tidyUnitRows ?? TIDY_UNIT_ROWS, reads,
+        memoryLimit: opts.memoryLimit, waitMs: opts.writerLock?.waitMs, threads: 1,
+      }, opts.signal);
+    } catch (e) {
+      budget.spend(spentBy(e) ?? 0, Date.now());
+      throw e;
     }
+    budget.spend(outcome.cpuSeconds, Date.now());
+    const done = outcome.result;
     if (done) {
       opts.log('info', 'organizations tidied', {
         snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { tidied: done.id } : {}),
         organizations: done.organizations.length, carried: done.carried.length, rows: done.rows, seconds: round(done.seconds),
-        most_read: done.organizations.filter((o) => (reads[o] ?? 0) > 0).length,
+        cpu_seconds: round(outcome.cpuSeconds), nice: outcome.nice, most_read: done.organizations.filter((o) => (reads[o] ?? 0) > 0).length,
       });
     }
   } catch (e) {
