@@ -104,8 +104,8 @@ export const TIDY_SHARE = 0;
  * Only organizations of more than this many rows of workspaces and resources are in debt by their share
  * replaced: a smaller one is lifted into the newer delta (LIFT_ROWS), so what the deltas hold of it stays small,
  * and on the bench snapshot tidying the 5,000-row organizations the stream's large batches touch cost 0.6 s of
- * CPU a unit and made every batch after it read through one more overlay (1.6–3.2 against 1.3–1.5 s of CPU a
- * small batch; docs/performance.md, "Steady stream: the largest organization by its share replaced").
+ * CPU a unit, after nearly every batch, and filled the overlays (docs/performance.md, "Steady stream: the
+ * largest organization by its share replaced").
  */
 export const TIDY_SHARE_ROWS = LIFT_ROWS;
 /**
