@@ -124,6 +124,23 @@ export function cpuSeconds(pid: number, tid?: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 per second)
 }
 
+/**
+ * CPU seconds of a process and its descendants: its own, those of the children it has waited for (cutime,
+ * cstime), and those of the children still running (the follower's tidying units run in processes of their own).
+ */
+export function treeCpuSeconds(pid: number): number {
+  let total = 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += treeCpuSeconds(Number(child));
+    }
+  } catch { /* a process that ended meanwhile: its parent counts it once it has waited for it */ }
+  return total;
+}
+
 /** The machine's CPU time so far, in seconds: busy (every kind but idle, iowait and steal) and stolen by the hypervisor. */
 export function machineSeconds(): { busy: number; steal: number } {
   const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[];
