@@ -602,7 +602,7 @@ async function readTouched({ input, run, overlays, whole }: Build, touchedNames:
   // Each organization is read from the one part of the layers under the deltas its rows lie in (its overlay,
   // else the base and the whole layer), not through the union of them all (delta-layout.ts partRows): an
   // overlay of organizations the batch does not touch then costs it nothing, where through the union it cost
-  // a small batch's read of its workspaces a quarter more (docs/performance.md, "Change batches: each
+  // a small batch's read of its workspaces a tenth to a quarter more (docs/performance.md, "Change batches: each
   // organization read from its own layer").
   const key = ident(ORGANIZATION_KEY_COLUMN);
   const low = ['f_base', ...(whole ? [whole] : [])];

@@ -58,11 +58,13 @@ export function tidyInProcess(job: UnitJob, signal?: AbortSignal): Promise<UnitO
 /** The CPU-seconds a failed unit's process spent, or null when it is not known. */
 export const spentBy = (e: unknown): number | null => (typeof (e as { cpuSeconds?: unknown })?.cpuSeconds === 'number' ? (e as { cpuSeconds: number }).cpuSeconds : null);
 
-/** The child's side: one unit, its outcome sent back, then exit. A SIGTERM interrupts the unit, which leaves nothing behind. */
+/** The child's side: one unit, its outcome sent back, then exit. A SIGTERM, or the follower gone, interrupts the unit, which leaves nothing behind. */
 async function runChild(job: UnitJob): Promise<void> {
   const nice = lowerPriority(TIDY_NICE);
   const stop = new AbortController();
   process.once('SIGTERM', () => stop.abort());
+  // The follower gone (killed, say): the unit stops rather than finishing for nobody beside the next follower's.
+  process.once('disconnect', () => stop.abort());
   const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
   let reply: Message;
   try {
