@@ -119,10 +119,12 @@ export function rssMb(pid: number): number {
 
 /** CPU seconds (user + system) the process has used, every thread included; or one of its threads' (`tid`). */
 export function cpuSeconds(pid: number, tid?: number): number {
-  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`);
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 per second)
 }
+
+/** The fields of a /proc stat file after the command's name (which may hold spaces), from the state on. */
+const statFields = (path: string) => { const stat = readFileSync(path, 'utf8'); return stat.slice(stat.lastIndexOf(')') + 2).split(' '); };
 
 /**
  * CPU seconds of a process and its descendants: its own, those of the children it has waited for (cutime,
@@ -131,8 +133,7 @@ export function cpuSeconds(pid: number, tid?: number): number {
 export function treeCpuSeconds(pid: number): number {
   let total = 0;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = statFields(`/proc/${pid}/stat`);
     total = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
     for (const task of readdirSync(`/proc/${pid}/task`)) {
       for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += treeCpuSeconds(Number(child));

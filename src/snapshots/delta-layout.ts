@@ -280,6 +280,10 @@ export interface OverlayPart {
   organizations: Readonly<Record<string, number>>;
 }
 
+/** The alias of the overlay that is `organization`'s current copy, or null when none is. */
+export const overlayHolding = (overlays: readonly OverlayPart[], organization: string): string | null =>
+  overlays.find((o) => o.organizations[organization] !== undefined)?.alias ?? null;
+
 /**
  * The statements that make schema `schema` the layers under the deltas: `low` (the base, then the whole layer
  * if any) with each organization an overlay is the current copy of read from that overlay alone. The schema

@@ -12,7 +12,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile, partRows,
+  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -608,7 +608,7 @@ async function readTouched({ input, run, overlays, whole }: Build, touchedNames:
   const low = ['f_base', ...(whole ? [whole] : [])];
   const parts = new Map<string | null, string[]>();
   for (const name of touchedNames) {
-    const part = overlays.find((o) => o.organizations[name] !== undefined)?.alias ?? null;
+    const part = overlayHolding(overlays, name);
     parts.set(part, [...parts.get(part) ?? [], name]);
   }
   const apart = input.touchedRead?.scansApart ?? SCANS_APART;

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  continuesLine, lowestFile, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, mergedState, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
@@ -123,9 +123,8 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       const minorHolds = new Set(current.delta ? current.deltaOrganizations ?? [] : []);
       const majorHolds = new Set(current.major ? current.majorOrganizations ?? [] : []);
       const wholeHolds = new Set(current.whole ? current.wholeOrganizations ?? [] : []);
-      const overlayOf = new Map(layers.overlays.flatMap((o) => Object.keys(o.organizations).map((org) => [org, o.alias] as const)));
       const stackOf = (org: string) => [
-        overlayOf.get(org) ?? (wholeHolds.has(org) ? 'f_whole' : 'f_base'),
+        overlayHolding(layers.overlays, org) ?? (wholeHolds.has(org) ? 'f_whole' : 'f_base'),
         ...(majorHolds.has(org) ? [layers.major!] : []),
         ...(minorHolds.has(org) ? [layers.minor!] : []),
       ];
