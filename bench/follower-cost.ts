@@ -12,6 +12,8 @@
 //     FOLLOWER_F3_BATCHES batches applied in-process on one thread to a linked copy, and with INGEST_TIDY_SHARE's
 //     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
 //     own as the follower runs it; each batch's CPU, the deltas' bytes, and each unit's CPU and rows.
+//     F1 builds on one DuckDB instance kept from batch to batch, as the follower does (writer-instance.ts);
+//     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
 // counts: 2,1), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
@@ -22,6 +24,7 @@ import { join } from 'node:path';
 import { applyBatch, type ApplyResult } from '../src/snapshots/write/apply.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
 import { tidyInProcess } from '../src/snapshots/write/tidy-process.js';
+import { WriterInstance } from '../src/snapshots/write/writer-instance.js';
 import { BUILD_STEPS } from '../src/snapshots/write/delta.js';
 import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches, type StreamBatch } from './stream-batches.js';
@@ -33,6 +36,7 @@ const ROUNDS = Number(process.env.FOLLOWER_ROUNDS ?? 2);
 const SECONDS = Number(process.env.FOLLOWER_SECONDS ?? 30);
 const SCENARIOS = new Set((process.env.FOLLOWER_SCENARIOS ?? 'F1,F2').split(','));
 const THREADS = (process.env.FOLLOWER_THREADS ?? '2,1').split(',').map(Number);
+const F1_INSTANCE = process.env.FOLLOWER_F1_INSTANCE ?? 'kept';
 const log = (m: string) => console.error(`[bench-follower] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
@@ -43,15 +47,18 @@ async function applyAll(baseId: string, order: StreamBatch[], threads: number): 
   const work = join(BENCH_DIR, 'follower-f1');
   linkedCopy(BENCH_DIR, work, baseId);
   const out: Applied[] = [];
+  // As the follower builds: on one instance kept from batch to batch, unless FOLLOWER_F1_INSTANCE=fresh.
+  const writer = F1_INSTANCE === 'kept' ? new WriterInstance({ dataDir: work, threads }) : undefined;
   try {
     for (const b of order) {
       const before = process.cpuUsage();
       const started = performance.now();
-      const { steps } = await applyBatch(b.dir, { dataDir: work, threads, keep: 30, keepDays: 0 });
+      const { steps } = await applyBatch(b.dir, { dataDir: work, threads, keep: 30, keepDays: 0, writer });
       const c = process.cpuUsage(before);
       out.push({ size: b.size, cpu: (c.user + c.system) / 1e6, seconds: (performance.now() - started) / 1000, steps });
     }
   } finally {
+    await writer?.close();
     rmSync(work, { recursive: true, force: true });
   }
   return out;
@@ -103,7 +110,7 @@ async function main(): Promise<void> {
     console.log(`\n| F1 step, ms at the median | ${THREADS.map((t) => `small, ${t} thread(s) | large, ${t} thread(s)`).join(' | ')} |`);
     console.log(`|---|${THREADS.map(() => '---|---').join('|')}|`);
     for (const step of BUILD_STEPS) console.log(`| ${step} | ${THREADS.map((t) => `${f1[`threads_${t}`]!.small.steps_ms_p50[step]} | ${f1[`threads_${t}`]!.large.steps_ms_p50[step]}`).join(' | ')} |`);
-    results.F1 = { batches: BATCHES, rounds: ROUNDS, ...f1 };
+    results.F1 = { batches: BATCHES, rounds: ROUNDS, instance: F1_INSTANCE, ...f1 };
   }
 
   if (SCENARIOS.has('F3')) {

@@ -21,6 +21,7 @@ import { compactLayers, hasDeltas } from '../../src/snapshots/write/whole-layer.
 import { tidyFile } from '../../src/snapshots/delta-layout.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { WriterInstance } from '../../src/snapshots/write/writer-instance.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { writeEdgeBatch } from '../helpers/edge-batches.js';
 import { clientQuery } from '../helpers/harness.js';
@@ -65,7 +66,9 @@ describe('change batches answer as a full load of the resulting source', functio
   this.timeout(600_000);
   const dirs: string[] = [];
   const servers: RunningServer[] = [];
+  const writers: WriterInstance[] = [];
   after(async () => {
+    for (const w of writers) await w.close();
     await Promise.all(servers.map((s) => s.shutdown()));
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -141,6 +144,10 @@ describe('change batches answer as a full load of the resulting source', functio
       const wholeRows = sizes[Math.floor(sizes.length / 2)]!;
       const forms = new Set<string>();
       let tidiedAside = false;
+      // The batches are built as the follower builds them: on one instance kept across the sequence, its
+      // layers attached again only where a batch, a tidying unit or a compaction changed them.
+      const writer = new WriterInstance({ dataDir: viaBatches, memoryLimit: '1GB' });
+      writers.push(writer);
       for (const [i, step] of steps.entries()) {
         // The first batch folds (into an older delta of its own), the third too (the newer delta into the older
         // one), the others never: both layers, folds with and without an older delta, lifts, and newer deltas
@@ -148,7 +155,7 @@ describe('change batches answer as a full load of the resulting source', functio
         // Organizations up to the median size written whole into overlays, the others layered, and overlays
         // merged every other batch: both layouts, an organization that outgrows its overlay, several overlays
         // and merged ones are compared.
-        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4,
+        const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4, writer,
           // The touched organizations' rows read by a list of keys every other batch, and named rather than kept every third.
           touchedRead: { scansApart: i % 2 === 0 ? 0 : undefined, tableRows: i % 3 === 0 ? 0 : undefined } });
         const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);

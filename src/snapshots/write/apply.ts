@@ -14,6 +14,7 @@ import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../
 import { deletionsFile, validateBatch, type SourceState } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
 import { buildDelta, type BatchCounts, type BuildStep, type DeltaInput } from './delta.js';
+import type { WriterInstance } from './writer-instance.js';
 import { DATABASE_FILE } from './load.js';
 import { coalescible, overlayState, readBatch, writeCoalesced, type ReadBatch } from './coalesce.js';
 import { openSnapshotState, type SnapshotState } from './snapshot-state.js';
@@ -60,6 +61,8 @@ export interface ApplyOptions {
   threads?: number;
   /** How the build reads the touched organizations' rows (delta.ts readTouched): its defaults unless given. */
   touchedRead?: DeltaInput['touchedRead'];
+  /** The instance the builds share (writer-instance.ts): a follower's; else each build opens its own. */
+  writer?: WriterInstance;
 }
 
 /**
@@ -263,7 +266,7 @@ async function applyLocked(
         overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
         liftRows: opts.liftRows ?? LIFT_ROWS,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
-        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal, touchedRead: opts.touchedRead,
+        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal, touchedRead: opts.touchedRead, writer: opts.writer,
         validate: validating ? undefined : (s) => (validating = validate(s)),
       });
       return { built, seconds: (performance.now() - started) / 1000 };

@@ -83,11 +83,38 @@ export interface AttachedLayers {
   detach(): Promise<void>;
 }
 
-/** Attaches `paths` read-only (aliases above). */
-export async function attachLayers(run: (sql: string) => Promise<unknown>, paths: LayerPaths): Promise<AttachedLayers> {
+/**
+ * The layer files an instance kept from one batch to the next has attached (writer-instance.ts): alias → the
+ * file's identity (device and inode: each snapshot's directory links the same file under its own path).
+ */
+export type KeptLayers = Map<string, string>;
+
+const fileIdentity = async (path: string) => {
+  const s = await fs.stat(path);
+  return `${s.dev}:${s.ino}`;
+};
+
+/**
+ * Attaches `paths` read-only (aliases above). With `kept`, the layers that outlive a batch (the base, the whole
+ * layer, the overlays and the older delta) stay attached after it, and a later call attaches only those that
+ * are not attached already: what DuckDB has read of them stays in its buffer pool. The newer delta, new at
+ * every batch, is attached each time.
+ */
+export async function attachLayers(run: (sql: string) => Promise<unknown>, paths: LayerPaths, kept?: KeptLayers): Promise<AttachedLayers> {
   const attached: string[] = [];
-  const attach = async (alias: string, path: string | null) => {
+  const wanted = new Set<string>();
+  const attach = async (alias: string, path: string | null, keep = true) => {
     if (path === null) return null;
+    if (kept && keep) {
+      wanted.add(alias);
+      const identity = await fileIdentity(path);
+      if (kept.get(alias) === identity) return alias;
+      if (kept.has(alias)) await run(`DETACH ${alias}`);
+      kept.delete(alias);
+      await run(`ATTACH ${sqlLiteral(path)} AS ${alias} (READ_ONLY)`);
+      kept.set(alias, identity);
+      return alias;
+    }
     await run(`ATTACH ${sqlLiteral(path)} AS ${alias} (READ_ONLY)`);
     attached.push(alias);
     return alias;
@@ -96,11 +123,17 @@ export async function attachLayers(run: (sql: string) => Promise<unknown>, paths
   const whole = await attach('f_whole', paths.whole);
   const overlays: OverlayPart[] = [];
   for (const [i, o] of paths.overlays.entries()) overlays.push({ alias: (await attach(`f_overlay${i}`, o.path))!, organizations: o.organizations });
+  const major = await attach('f_major', paths.major);
+  const minor = await attach('f_minor', paths.minor, false);
+  // What an earlier batch kept that this snapshot no longer has (a whole layer compacted away, fewer overlays).
+  for (const alias of kept?.keys() ?? []) {
+    if (wanted.has(alias)) continue;
+    await run(`DETACH ${alias}`);
+    kept!.delete(alias);
+  }
   const under = whole === null && overlays.length === 0 ? 'f_base' : 'f_under';
   // One call: the statements run in turn, without a round trip each.
   if (under === 'f_under') await run(underStatements(under, ['f_base', ...(whole ? [whole] : [])], overlays).join(';\n'));
-  const major = await attach('f_major', paths.major);
-  const minor = await attach('f_minor', paths.minor);
   return {
     under, major, minor, overlays, whole,
     stack: [under, ...(major ? [major] : []), ...(minor ? [minor] : [])],

@@ -16,7 +16,8 @@ import {
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
-import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type LayerPaths } from './build-steps.js';
+import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type KeptLayers, type LayerPaths } from './build-steps.js';
+import type { WriterInstance } from './writer-instance.js';
 import { deletionsFile, type SourceState } from './batch-validator.js';
 import { sourceFiles, type SourceFile } from './source-validator.js';
 import { sourceStateStatements, stagingStatements } from './staging.js';
@@ -44,9 +45,11 @@ export interface DeltaInput {
    * newer delta to take it over whole (LIFT_ROWS); 0: none.
    */
   liftRows?: number;
-  /** The new delta file, and a directory for DuckDB's spills. */
+  /** The new delta file, and a directory for DuckDB's spills (a kept instance's own, with `writer`). */
   outPath: string;
   tempDir: string;
+  /** An instance kept from one batch to the next (writer-instance.ts): its threads and memory, not these. */
+  writer?: WriterInstance;
   memoryLimit?: string;
   threads?: number;
   /** Interrupts the build (its statement in flight, then every next one): validation found the batch bad. */
@@ -147,18 +150,20 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     steps[step] = (now - since) / 1000;
     since = now;
   };
-  const instance = await openInstance(':memory:', {
+  const kept = input.writer ? await input.writer.take() : null;
+  const instance = kept ? kept.instance : await openInstance(':memory:', {
     threads: String(input.threads ?? BATCH_THREADS),
     memory_limit: input.memoryLimit ?? '2GB',
     temp_directory: input.tempDir,
   });
   const db = await instance.connect();
+  let failed = true;
   const { run, rows: all, release } = interruptible(db, input.signal);
   let validation: Promise<unknown> | undefined;
   let state: SnapshotState | undefined;
   try {
     const count = async (sql: string) => Number((await all(sql))[0]![0]);
-    const { stack, ...stacked } = await attachStack(input, db, run);
+    const { stack, ...stacked } = await attachStack(input, db, run, kept?.layers);
     if (input.validate) {
       const stateDb = await instance.connect();
       state = await stateOn(stateDb, stack, () => stateDb.closeSync());
@@ -199,6 +204,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     stepDone('overlay');
     await checkpoint(b, Object.keys(overlaid).length > 0);
     stepDone('checkpoint');
+    failed = false;
     return {
       organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), lifted: Object.keys(b.lifted).sort(), settled,
       replacedWorkspaces, counts, access, batch, steps,
@@ -209,7 +215,9 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     state?.close();
     release();
     db.closeSync();
-    instance.closeSync();
+    if (!input.writer) instance.closeSync();
+    else if (failed) await input.writer.close();
+    else await input.writer.tidy();
   }
 }
 
@@ -218,8 +226,8 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run']): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'whole' | 'kept' | 'inPlace'> & { stack: string[] }> {
-  const attached = await attachLayers(run, input.layers);
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run'], kept?: KeptLayers): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'whole' | 'kept' | 'inPlace'> & { stack: string[] }> {
+  const attached = await attachLayers(run, input.layers, kept);
   // A newer delta over the current newer delta is that file, copied by the kernel, less the rows this batch
   // replaces and plus its own: DuckDB's checkpoint then writes the row groups the batch changed and keeps the
   // others' blocks (a small delta's tables are a row group or two, so it still writes most of them).

@@ -13,6 +13,7 @@ import { compactLayers } from './whole-layer.js';
 import { tidyCandidates } from './tidy.js';
 import { spentBy, tidyInProcess } from './tidy-process.js';
 import { CpuBudget } from './cpu-budget.js';
+import { WriterInstance } from './writer-instance.js';
 import { readScores } from '../../metrics/organization-reads.js';
 import { COALESCE_MAX_MS, TIDY_CPU, tidyFile, TIDY_UNIT_ROWS } from '../delta-layout.js';
 
@@ -79,7 +80,10 @@ async function moveInto(from: string, dir: string, name: string): Promise<string
   return to;
 }
 
-export async function runIngest(spool: string, opts: IngestOptions): Promise<void> {
+export async function runIngest(spool: string, options: IngestOptions): Promise<void> {
+  // One instance for the follower's builds, kept from batch to batch (writer-instance.ts).
+  const owned = options.writer ? null : new WriterInstance({ dataDir: options.dataDir, threads: options.threads, memoryLimit: options.memoryLimit });
+  const opts: IngestOptions = { ...options, writer: options.writer ?? owned! };
   for (const d of SPOOL_DIRS) await fs.mkdir(join(spool, d), { recursive: true });
   const incoming = join(spool, 'incoming');
   let wake: (() => void) | undefined;
@@ -154,6 +158,7 @@ export async function runIngest(spool: string, opts: IngestOptions): Promise<voi
     await tidying;
     watcher?.close();
     opts.signal.removeEventListener('abort', nudge);
+    await owned?.close();
   }
 }
 

@@ -1,0 +1,79 @@
+// The DuckDB instance a follower keeps from one batch to the next. Each batch's build used to open an instance
+// of its own and attach the snapshot's layers afresh: every block of the base it read (the touched
+// organizations' rows, the validation's lookups of names and ids) came from the file again, with the tables'
+// metadata, and went with the instance. Kept, the layers that outlive a batch stay attached (build-steps.ts
+// attachLayers) and what DuckDB read of them stays in its buffer pool for the next batch.
+// Each build runs on a connection of its own; what it makes besides its temporary tables (the schemas over the
+// layers, the batch's attachments) goes when it ends (`tidy`). A build that fails leaves the instance to be
+// closed and opened again: nothing a failed build left can reach the next.
+import type { DuckDBInstance } from '@duckdb/node-api';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { openInstance } from '../../duckdb/open-instance.js';
+import { BATCH_THREADS } from '../delta-layout.js';
+import type { KeptLayers } from './build-steps.js';
+
+/** Where a kept instance spills (DuckDB cannot move its temporary directory once it has used it): one per process. */
+const spillRoot = (dataDir: string) => join(dataDir, 'writer-tmp');
+
+export class WriterInstance {
+  private opened: { instance: DuckDBInstance; layers: KeptLayers } | null = null;
+
+  constructor(private readonly settings: { dataDir: string; threads?: number; memoryLimit?: string }) {}
+
+  /** The instance and what it keeps attached, opened on first use and after a failed build. */
+  async take(): Promise<{ instance: DuckDBInstance; layers: KeptLayers }> {
+    if (this.opened) return this.opened;
+    const dir = join(spillRoot(this.settings.dataDir), String(process.pid));
+    await removeStale(spillRoot(this.settings.dataDir));
+    await fs.rm(dir, { recursive: true, force: true });
+    await fs.mkdir(dir, { recursive: true });
+    const instance = await openInstance(':memory:', {
+      threads: String(this.settings.threads ?? BATCH_THREADS),
+      memory_limit: this.settings.memoryLimit ?? '2GB',
+      temp_directory: dir,
+    });
+    this.opened = { instance, layers: new Map() };
+    return this.opened;
+  }
+
+  /** Drops what a build made that outlives its connection: every attachment but the kept layers, every schema, table and view it created. */
+  async tidy(): Promise<void> {
+    if (!this.opened) return;
+    const { instance, layers } = this.opened;
+    const db = await instance.connect();
+    try {
+      const databases = (await db.runAndReadAll(`SELECT database_name FROM duckdb_databases() WHERE NOT internal AND database_name <> 'memory'`)).getRows();
+      for (const [name] of databases) if (!layers.has(name as string)) await db.run(`DETACH "${name as string}"`);
+      const schemas = (await db.runAndReadAll(`SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'memory' AND NOT internal AND schema_name <> 'main'`)).getRows();
+      for (const [name] of schemas) await db.run(`DROP SCHEMA "${name as string}" CASCADE`);
+      // The staging's tables and views (staging.ts), made in the instance's own catalog like a load's.
+      for (const kind of ['VIEW', 'TABLE'] as const) {
+        const objects = (await db.runAndReadAll(`SELECT ${kind === 'VIEW' ? 'view_name' : 'table_name'} FROM ${kind === 'VIEW' ? 'duckdb_views()' : 'duckdb_tables()'}
+          WHERE database_name = 'memory' AND schema_name = 'main' AND NOT internal`)).getRows();
+        for (const [name] of objects) await db.run(`DROP ${kind} "${name as string}" CASCADE`);
+      }
+    } finally {
+      db.closeSync();
+    }
+  }
+
+  /** Closes the instance (a failed build's, or the follower's at its end); the next take() opens another. */
+  async close(): Promise<void> {
+    if (!this.opened) return;
+    this.opened.instance.closeSync();
+    this.opened = null;
+    await fs.rm(join(spillRoot(this.settings.dataDir), String(process.pid)), { recursive: true, force: true });
+  }
+}
+
+/** Spill directories of processes that are gone (killed before their close). */
+async function removeStale(root: string): Promise<void> {
+  for (const name of await fs.readdir(root).catch(() => [] as string[])) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    let alive = true;
+    try { process.kill(pid, 0); } catch (e) { alive = (e as NodeJS.ErrnoException).code === 'EPERM'; }
+    if (!alive) await fs.rm(join(root, name), { recursive: true, force: true });
+  }
+}
