@@ -217,7 +217,7 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     db.closeSync();
     if (!input.writer) instance.closeSync();
     else if (failed) await input.writer.close();
-    else await input.writer.tidy();
+    else await input.writer.afterBuild().catch(() => input.writer!.close());
   }
 }
 

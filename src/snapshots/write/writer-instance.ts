@@ -1,11 +1,13 @@
-// The DuckDB instance a follower keeps from one batch to the next. Each batch's build used to open an instance
-// of its own and attach the snapshot's layers afresh: every block of the base it read (the touched
-// organizations' rows, the validation's lookups of names and ids) came from the file again, with the tables'
-// metadata, and went with the instance. Kept, the layers that outlive a batch stay attached (build-steps.ts
-// attachLayers) and what DuckDB read of them stays in its buffer pool for the next batch.
+// The DuckDB instance a follower keeps from one batch to the next. A build on an instance of its own attaches
+// the snapshot's layers afresh: every block of the base it reads (the touched organizations' rows, the
+// validation's lookups of names and ids) comes from the file again, with the tables' metadata, and goes with
+// the instance. Kept, the layers that outlive a batch stay attached (build-steps.ts attachLayers) and what
+// DuckDB read of them stays in its buffer pool for the next batch (docs/performance.md, "Change batches: one
+// instance kept by the follower").
 // Each build runs on a connection of its own; what it makes besides its temporary tables (the schemas over the
-// layers, the batch's attachments) goes when it ends (`tidy`). A build that fails leaves the instance to be
-// closed and opened again: nothing a failed build left can reach the next.
+// layers, the batch's attachments, the staging's tables) goes when it ends (`afterBuild`). A build that fails,
+// or whose leftovers cannot be dropped, closes the instance, and the next opens another: nothing a failed
+// build left can reach the next.
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
@@ -38,7 +40,7 @@ export class WriterInstance {
   }
 
   /** Drops what a build made that outlives its connection: every attachment but the kept layers, every schema, table and view it created. */
-  async tidy(): Promise<void> {
+  async afterBuild(): Promise<void> {
     if (!this.opened) return;
     const { instance, layers } = this.opened;
     const db = await instance.connect();
