@@ -26,7 +26,7 @@ export class WriterInstance {
   /** The instance and what it keeps attached, opened on first use and after a failed build. */
   async take(): Promise<{ instance: DuckDBInstance; layers: KeptLayers }> {
     if (this.opened) return this.opened;
-    const dir = join(spillRoot(this.settings.dataDir), String(process.pid));
+    const dir = this.spillDir();
     await removeStale(spillRoot(this.settings.dataDir));
     await fs.rm(dir, { recursive: true, force: true });
     await fs.mkdir(dir, { recursive: true });
@@ -65,7 +65,11 @@ export class WriterInstance {
     if (!this.opened) return;
     this.opened.instance.closeSync();
     this.opened = null;
-    await fs.rm(join(spillRoot(this.settings.dataDir), String(process.pid)), { recursive: true, force: true });
+    await fs.rm(this.spillDir(), { recursive: true, force: true });
+  }
+
+  private spillDir(): string {
+    return join(spillRoot(this.settings.dataDir), String(process.pid));
   }
 }
 
