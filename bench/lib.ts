@@ -112,9 +112,10 @@ export function followerLog(child: ChildProcess, clock: () => number = () => per
   return logged;
 }
 
-export function rssMb(pid: number): number {
+/** A process's resident memory in MB: now (VmRSS) or at its peak so far (VmHWM). */
+export function rssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024;
 }
 
 /** CPU seconds (user + system) the process has used, every thread included; or one of its threads' (`tid`). */

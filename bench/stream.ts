@@ -33,7 +33,7 @@ import { cpSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } fro
 import { join } from 'node:path';
 import { openLoop, type OpenLoopKind } from './open-loop.js';
 import { streamBatches } from './stream-batches.js';
-import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, organizationTokens, percentile, ROOT, startServerProcess, stopServerProcess, treeCpuSeconds } from './lib.js';
+import { A_QUERY, benchSnapshot, CLI, cpuSeconds, followerLog, linkedCopy, machineSeconds, organizationTokens, percentile, ROOT, rssMb, startServerProcess, stopServerProcess, treeCpuSeconds } from './lib.js';
 import { diskKb as kb } from '../test/helpers/disk.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
@@ -66,6 +66,8 @@ interface LoadRun {
   rates?: Record<Kind, number>;
   minutes: Window[];
   cpu: number[];
+  /** The follower's resident memory at each minute's end, now and at its peak so far, in MB. */
+  memory: { now: number; peak: number }[];
   /** The server's CPU-s over the window before the stream. */
   serverBefore: number;
   /** Per minute, CPU-s of the server, of this process (the load's client), of the whole machine, and stolen by the hypervisor. */
@@ -178,6 +180,8 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
     // The follower with its tidying units, which run in processes of their own (S6 counts tidying).
     let cpuMark = treeCpuSeconds(follower.pid!);
     const usage: LoadRun['usage'] = [];
+    // The follower's own resident memory (its tidying units' processes are apart), at each minute's end.
+    const memory: LoadRun['memory'] = [];
     const usageNow = () => { const m = machineSeconds(); const c = process.cpuUsage(); return { server: cpuSeconds(server.child.pid!), client: (c.user + c.system) / 1e6, machine: m.busy, steal: m.steal }; };
     let usageMark = usageNow();
     for (let m = 0; m < MINUTES; m++) {
@@ -189,6 +193,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
       minutes.push(current);
       const c = treeCpuSeconds(follower.pid!);
       cpu.push(c - cpuMark);
+      memory.push({ now: rssMb(follower.pid!), peak: rssMb(follower.pid!, 'VmHWM') });
       cpuMark = c;
       const now = usageNow();
       const u = { server: now.server - usageMark.server, client: now.client - usageMark.client, machine: now.machine - usageMark.machine, steal: now.steal - usageMark.steal };
@@ -204,7 +209,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
         KINDS.map((k) => `${k} p50 ${round(percentile([...w.ms[k]], 0.5))} p99 ${round(percentile([...w.ms[k]], 0.99))} ms ${round(rate(w, k))} req/s`).join('; '),
         `errors ${errors}${errors > 0 ? ` (by status ${JSON.stringify(w.statuses)})` : ''}`,
         `disk ×${round(disk[disk.length - 1]! / diskBefore, 2)}`,
-        `follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores, server ${round(u.server / 60, 2)} (${round(u.server * 1000 / answered, 2)} ms an answer), client ${round(u.client / 60, 2)}, machine ${round(u.machine / 60, 2)}, stolen ${round(u.steal / 60, 2)}`,
+        `follower ${round(cpu[cpu.length - 1]! / 60, 2)} cores ${Math.round(memory[memory.length - 1]!.now)} MB (peak ${Math.round(memory[memory.length - 1]!.peak)}), server ${round(u.server / 60, 2)} (${round(u.server * 1000 / answered, 2)} ms an answer), client ${round(u.client / 60, 2)}, machine ${round(u.machine / 60, 2)}, stolen ${round(u.steal / 60, 2)}`,
         ...(tidied > 0 ? [`${tidied} organizations tidied so far`] : []),
         ...(compactions.length > 0 ? [`compactions: ${compactions.join(', ')}`] : []),
       ].join(', '));
@@ -218,7 +223,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
     await new Promise((r) => { if (follower.exitCode !== null) r(null); else follower.once('exit', r); });
     const left = readdirSync(join(SPOOL, 'incoming')).filter((n) => !n.startsWith('.')).length;
     return {
-      load, before, rates, minutes, cpu, serverBefore, usage, disk, diskBefore, arrived, started, waiting, left,
+      load, before, rates, minutes, cpu, memory, serverBefore, usage, disk, diskBefore, arrived, started, waiting, left,
       applied: appliedBatches(logged),
       rejected: logged.filter((l) => l.message === 'batch rejected').flatMap((l) => l.batches as string[]),
       applyLines: logged.filter((l) => l.message === 'batch applied'),
@@ -248,6 +253,8 @@ function report(runs: LoadRun[], batches: number): void {
       errors: KINDS.reduce((a, k) => a + w.errors[k], 0),
       disk_ratio: round(Math.max(...r.disk.slice(i * 12, i * 12 + 12)) / r.diskBefore, 2),
       follower_cores: round(r.cpu[i]! / 60, 2),
+      follower_rss_mb: Math.round(r.memory[i]!.now),
+      follower_peak_rss_mb: Math.round(r.memory[i]!.peak),
       // Where the machine's CPU went: the server (and its answers' cost), the load's client, the rest (the
       // kernel's own threads, other processes), and what the hypervisor took.
       server_cores: round(r.usage[i]!.server / 60, 2),
@@ -260,12 +267,12 @@ function report(runs: LoadRun[], batches: number): void {
     })) as Record<string, number>[];
     tables[r.load] = rows.map((row, i) => ({ ...row, error_statuses: r.minutes[i]!.statuses }));
     console.log(`\n${r.load} load${r.rates ? ` (sent per second: ${KINDS.map((k) => `${k} ${round(r.rates![k])}`).join(', ')})` : ''}; before the stream: ${KINDS.map((k) => `${k} p50 ${p(r.before.ms[k], 0.5)} / p99 ${p(r.before.ms[k], 0.99)} ms, ${round(rate(r.before, k))} req/s`).join('; ')}`);
-    console.log('| minute | largest p50 / p99 ms (×) | touched p50 / p99 ms (×) | untouched p50 / p99 ms (×) | small req/s (× before) | errors | disk × | follower cores | applied / arrived |');
+    console.log('| minute | largest p50 / p99 ms (×) | touched p50 / p99 ms (×) | untouched p50 / p99 ms (×) | small req/s (× before) | errors | disk × | follower cores (MB) | applied / arrived |');
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const row of rows) {
       const k = (kind: Kind) => `${row[`${kind}_p50_ms`]} / ${row[`${kind}_p99_ms`]} (${row[`${kind}_p50_ratio`]}, ${row[`${kind}_p99_ratio`]})`;
       const smallRate = row.touched_rps! + row.untouched_rps!;
-      console.log(`| ${row.minute} | ${k('largest')} | ${k('touched')} | ${k('untouched')} | ${round(smallRate)} (${round(smallRate / (rate(r.before, 'touched') + rate(r.before, 'untouched')), 2)}) | ${row.errors} | ${row.disk_ratio} | ${row.follower_cores} | ${row.applied_by_end} / ${row.arrived_by_end} |`);
+      console.log(`| ${row.minute} | ${k('largest')} | ${k('touched')} | ${k('untouched')} | ${round(smallRate)} (${round(smallRate / (rate(r.before, 'touched') + rate(r.before, 'untouched')), 2)}) | ${row.errors} | ${row.disk_ratio} | ${row.follower_cores} (${row.follower_rss_mb}) | ${row.applied_by_end} / ${row.arrived_by_end} |`);
     }
     const delays = (size: string, from = 0, to = Infinity) => r.applied.filter((b) => b.name.includes(`-${size}-`))
       .filter((b) => { const t = (r.arrived.get(b.name)! - r.started) / 60_000; return t >= from && t < to; }).map((b) => b.delay);
@@ -291,7 +298,7 @@ function report(runs: LoadRun[], batches: number): void {
       const before = rate(r.before, 'touched') + rate(r.before, 'untouched');
       results.push({ scenario: 'S5', measured: `small-organization throughput ${round(during)} ÷ ${round(before)} req/s = ${round(during / before, 2)}; ${errors} errors; batches p95 small ${p95(delays('small'))} s, large ${p95(delays('large'))} s, ${r.waiting} waiting at the end, ${lost} lost`, target: '≥ 0.75', pass: during / before >= 0.75 });
     }
-    results.push({ scenario: `S6 ${r.load}`, measured: `the follower ${cores} cores on average (minutes ${Math.min(...rows.map((row) => row.follower_cores!))}–${Math.max(...rows.map((row) => row.follower_cores!))})`, target: '≤ 0.2', pass: cores <= 0.2 });
+    results.push({ scenario: `S6 ${r.load}`, measured: `the follower ${cores} cores on average (minutes ${Math.min(...rows.map((row) => row.follower_cores!))}–${Math.max(...rows.map((row) => row.follower_cores!))}), resident at most ${Math.max(...rows.map((row) => row.follower_peak_rss_mb!))} MB`, target: '≤ 0.2', pass: cores <= 0.2 });
     const diskMax = round(Math.max(...r.disk) / r.diskBefore, 2);
     results.push({ scenario: `S8 ${r.load}`, measured: `data directory at most ×${diskMax} of ${round(r.diskBefore / 1e6, 2)} GB (sampled every 5 s)`, target: '≤ 1.3', pass: diskMax <= 1.3 });
   }
