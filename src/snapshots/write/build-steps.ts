@@ -37,20 +37,10 @@ export async function fillVersionKeys(db: DuckDBConnection, seen = 'versions_see
   appender.closeSync();
 }
 
-/**
- * Creates `table` with the columns `select` gives, the serving columns stored as SERVING_COMPRESSION says.
- * With `listsUncompressed` (a batch's delta), list columns (a list field's elements) are stored uncompressed
- * too: in the older delta a batch of 1,000 workspaces writes, the largest organization's groups hold lists of
- * tens of thousands of names, and choosing and applying their compression took 0.8 of a 1.6 s checkpoint
- * against 0.2 s uncompressed, for about 20 MB more in a delta beside a 9.8 GB base (docs/performance.md,
- * "Change batches: list elements uncompressed in the deltas"). A load keeps DuckDB's choice for them.
- */
-export async function createViewTable(db: DuckDBConnection, table: string, select: string, listsUncompressed = false): Promise<void> {
-  const compression = (name: string, type: string) => SERVING_COMPRESSION[name] ?? (listsUncompressed && type.endsWith('[]') ? 'uncompressed' : null);
-  const columns = (await db.runAndReadAll(`DESCRIBE ${select}`)).getRows().map(([name, type]) => {
-    const using = compression(name as string, type as string);
-    return `"${name as string}" ${type as string}${using ? ` USING COMPRESSION ${using}` : ''}`;
-  });
+/** Creates `table` with the columns `select` gives, the serving columns stored as SERVING_COMPRESSION says. */
+export async function createViewTable(db: DuckDBConnection, table: string, select: string): Promise<void> {
+  const columns = (await db.runAndReadAll(`DESCRIBE ${select}`)).getRows().map(([name, type]) =>
+    `"${name as string}" ${type as string}${name as string in SERVING_COMPRESSION ? ` USING COMPRESSION ${SERVING_COMPRESSION[name as string]}` : ''}`);
   await db.run(`CREATE TABLE ${table} (${columns.join(', ')})`);
 }
 

@@ -526,7 +526,7 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
     const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
     // In place, the table is the current delta's: its rows that do not stand go.
     if (inPlace) await run(`DELETE FROM out.${ident(view)} WHERE ${kept ? `(${kept}) IS NOT TRUE` : 'true'}`);
-    else await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`, true);
+    else await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
     const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
     if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
     const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
