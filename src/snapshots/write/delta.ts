@@ -502,8 +502,12 @@ async function appendKeys(db: DuckDBConnection, run: Build['run'], table: string
   appender.closeSync();
 }
 
-/** Writes a view's delta table from its new rows and a condition on the current delta's rows that still stand. */
-type ViewWriter = (view: string, rows: string, kept: string | null) => Promise<void>;
+/**
+ * Writes a view's delta table from its new rows and a condition on the current delta's rows that still stand.
+ * `stored`: the rows' table holds them in stored order already (a grouped view's, derived from its sorted rows
+ * as a load derives them), so that each row's position is its rowid and they need no sort of their own.
+ */
+type ViewWriter = (view: string, rows: string, kept: string | null, stored?: boolean) => Promise<void>;
 
 /**
  * The delta's tables for the `sequence`-th batch: the current delta's rows that stand (`kept`), copied in
@@ -517,7 +521,7 @@ type ViewWriter = (view: string, rows: string, kept: string | null) => Promise<v
  */
 function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: number): ViewWriter {
   const statements = new Map(viewStatements().map((v) => [v.view, v]));
-  return async (view, rows, kept) => {
+  return async (view, rows, kept, stored = false) => {
     const { order } = statements.get(view)!;
     // The base's columns, whatever the code builds today: every layer of a stack then has the same
     // columns in the same order (readers union them by position), and a base loaded before a column was
@@ -529,7 +533,11 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
     else await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
     const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
     if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
-    const position = `(${DELTA_POSITION_BASE + sequence * BATCH_POSITIONS} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
+    // Numbered in stored order. Rows stored in that order already are numbered by their rowid: a window over the
+    // order sorted the largest organization's grouped rows (lists of tens of thousands of names, their JSON and
+    // CSV lines) once more in every large batch (docs/performance.md, "Change batches: grouped rows numbered as stored").
+    const first = DELTA_POSITION_BASE + sequence * BATCH_POSITIONS;
+    const position = stored ? `(${first} + t.rowid)::BIGINT AS _pos` : `(${first} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
     const fresh = `SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t`;
     const standing = prev && kept ? `SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}` : null;
     if (input.fold && standing) {
@@ -537,7 +545,7 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
       return;
     }
     if (standing && !inPlace) await run(`INSERT INTO out.${ident(view)} BY NAME ${standing}`);
-    await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh} ORDER BY ${order}`);
+    await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh}${stored ? '' : ` ORDER BY ${order}`}`);
   };
 }
 
@@ -695,11 +703,13 @@ async function writeGroupedViews(b: Build, write: ViewWriter, organizationKeys: 
   await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
     UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
   await fillVersionKeys(db, 'agg_versions');
+  // Each table below keeps the order its rows were made in, which the positions are taken from (ViewWriter).
+  await run('SET preserve_insertion_order = true');
   for (const { view, sorted, derive } of viewStatements()) {
     if (workspaceColumn(view)) continue;
     await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
     await run(`CREATE TEMP TABLE new_rows AS ${derive('new_sorted', 0)}`);
-    await write(view, 'new_rows', '_org NOT IN (SELECT name FROM touched)');
+    await write(view, 'new_rows', '_org NOT IN (SELECT name FROM touched)', true);
     await run('DROP TABLE new_sorted');
     await run('DROP TABLE new_rows');
   }
