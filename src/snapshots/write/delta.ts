@@ -505,7 +505,8 @@ async function appendKeys(db: DuckDBConnection, run: Build['run'], table: string
 /**
  * Writes a view's delta table from its new rows and a condition on the current delta's rows that still stand.
  * `stored`: the rows' table holds them in stored order already (a grouped view's, derived from its sorted rows
- * as a load derives them), so that each row's position is its rowid and they need no sort of their own.
+ * as a load derives them; every instance keeps insertion order, open-instance.ts), so that each row's position
+ * is its rowid and they need no sort of their own.
  */
 type ViewWriter = (view: string, rows: string, kept: string | null, stored?: boolean) => Promise<void>;
 
@@ -703,8 +704,6 @@ async function writeGroupedViews(b: Build, write: ViewWriter, organizationKeys: 
   await run(`CREATE TEMP TABLE agg_versions AS SELECT DISTINCT v FROM (SELECT engine_version FROM src_workspaces
     UNION ALL SELECT version FROM src_providers UNION ALL SELECT version FROM src_modules) t(v) WHERE v IS NOT NULL`);
   await fillVersionKeys(db, 'agg_versions');
-  // Each table below keeps the order its rows were made in, which the positions are taken from (ViewWriter).
-  await run('SET preserve_insertion_order = true');
   for (const { view, sorted, derive } of viewStatements()) {
     if (workspaceColumn(view)) continue;
     await run(`CREATE TEMP TABLE new_sorted AS ${sorted()}`);
