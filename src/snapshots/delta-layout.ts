@@ -47,7 +47,7 @@
 // across the layers: the n-th batch since the load numbers its rows from DELTA_POSITION_BASE + n × BATCH_POSITIONS.
 // The whole layer has the same tables, each organization it holds whole in one run in the base's order (with
 // the base's position index and index tables), and replaces every base workspace of those organizations.
-import { VIEW_NAMES, workspaceColumn } from '../catalog/catalog.js';
+import { POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../catalog/catalog.js';
 import { ident, sqlLiteral } from '../duckdb/sql.js';
 import type { Manifest } from './snapshot-dir.js';
 
@@ -200,8 +200,33 @@ export function mergedViewRows(layers: readonly string[], view: string, organiza
 
 /** Each layer's `table` less the rows whose workspace (in `column`) a later layer replaced. */
 const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey) =>
-  `(${layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}`
-    : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey))).join('\n  UNION ALL ')})`;
+  `(${standingBranches(layers, table, column, organizationKey).join('\n  UNION ALL ')})`;
+
+const standingBranches = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey) =>
+  layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}`
+    : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey)));
+
+/**
+ * The rows of `view` (rows per workspace) of one organization (`organizationKey`, the manifest's) where a delta
+ * file (`positions`, an alias) lists the positions of the rows of its lowest layer (`layers[0]`) that the layers
+ * over it replace (hiddenTable): that layer's rows less those positions, then the standing rows of the layers
+ * over it, as mergedViewRows gives them. The lowest layer is tested by the integer it already reads rather than
+ * by a key anti join on each row's workspace, whose text column a scan of the largest organization's 100,000
+ * workspaces otherwise decodes (docs/performance.md, "Layered organizations: replaced rows hidden by position").
+ */
+export function positionedViewRows(layers: readonly string[], view: string, organizationKey: number, positions: string): string {
+  const column = workspaceColumn(view);
+  if (!column || layers.length < 2) throw new Error(`view ${view} has no rows per workspace, or no layer over the lowest`);
+  const key = Math.trunc(organizationKey);
+  const lowest = `SELECT b.* FROM ${layers[0]}.${ident(view)} b ANTI JOIN (SELECT pos FROM ${positions}.${ident(hiddenTable(view))} WHERE _org_key = ${key}) h ON h.pos = b.${ident(POSITION_COLUMN)}`;
+  return `(${[lowest, ...standingBranches(layers.slice(1), ident(view), column, key)].join('\n  UNION ALL ')})`;
+}
+
+/**
+ * The table of a delta file that lists, for each organization whose HiddenRows name that file (`positionsIn`),
+ * the positions of the rows of `view` in its lowest layer that the deltas replace: (`_org_key`, `pos`).
+ */
+export const hiddenTable = (view: string) => `hidden_${view}`;
 
 /**
  * The rows of `view` (rows per workspace) of organization `organizationKey` split the way a page in the
@@ -261,6 +286,13 @@ export interface HiddenRows {
   lowest: string;
   rows: Record<string, number>;
   ranges: Record<string, [number, number][]> | null;
+  /**
+   * The delta whose file lists every one of those positions (hiddenTable): `delta` (the newer) or `major` (the
+   * older). The batch that found them wrote them into the delta it wrote; a newer delta written over the current
+   * one is a copy of its file and keeps the list, the older delta's file does not change, and a fold writes new
+   * files holding only its own organizations' lists, so the figures a fold carries lose it.
+   */
+  positionsIn?: 'delta' | 'major';
 }
 
 /** Runs of replaced positions an organization's page may leave out as constants (HiddenRows). */

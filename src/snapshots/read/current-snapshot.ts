@@ -9,7 +9,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { layeredRows, lowestFile, mergedViewRows, storedMerge } from '../delta-layout.js';
+import { layeredRows, lowestFile, mergedViewRows, positionedViewRows, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -273,8 +273,10 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
   }
   // A layer that does not hold the organization has none of its rows and replaces none of its workspaces.
   const stack = [wholeIn ? quoted(wholeIn) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
+  const positions = positionsOf(manifest, layers, organization);
   return {
-    ...common, relation: mergedViewRows(stack, view, common.organizationKey), rowid: ident(POSITION_COLUMN),
+    ...common, rowid: ident(POSITION_COLUMN),
+    relation: positions ? positionedViewRows(stack, view, common.organizationKey, quoted(positions)) : mergedViewRows(stack, view, common.organizationKey),
     fetchRelation: layeredRows(stack, view),
     // The lowest layer (the base, or the file holding the organization whole) stores its rows in the default order.
     ...(csvLines !== undefined ? { storedMerge: { ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view) } } : {}),
@@ -289,6 +291,16 @@ function hiddenOf(manifest: Manifest, organization: string, view: string): Pick<
   const h = manifest.hidden?.[organization];
   if (!h || h.lowest !== lowestFile(manifest, organization) || h.rows[view] === undefined) return {};
   return { hiddenRows: h.rows[view], ...(h.ranges?.[view] ? { hiddenRanges: h.ranges[view] } : {}) };
+}
+
+/**
+ * The delta file that lists the positions of the organization's rows its lowest layer has replaced
+ * (delta-layout.ts hiddenTable), where the manifest says one does and that layer is still the one they were found in.
+ */
+function positionsOf(manifest: Manifest, layers: Layers, organization: string): Attachment | null {
+  const h = manifest.hidden?.[organization];
+  if (!h?.positionsIn || h.lowest !== lowestFile(manifest, organization)) return null;
+  return h.positionsIn === 'major' ? layers.major : layers.minor;
 }
 
 interface AcrossParts {

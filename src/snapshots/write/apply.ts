@@ -191,9 +191,16 @@ const COALESCED_DIR = 'coalesced-batch';
  * HiddenRows): the batch's figures for the organizations it touched, the snapshot before's for the others the
  * deltas still hold, each only while its lowest layer is the one it was found in.
  */
-function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>): Record<string, HiddenRows> {
+function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>, fold: boolean): Record<string, HiddenRows> {
   const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []]);
-  return Object.fromEntries(Object.entries({ ...before, ...found })
+  // A fold writes both deltas' files anew with the lists of the organizations it touched alone: the figures it
+  // carries keep their counts and runs, not the list's place.
+  const carried = Object.fromEntries(Object.entries(before ?? {}).map(([org, h]) => {
+    if (!fold) return [org, h];
+    const { positionsIn: _, ...rest } = h;
+    return [org, rest];
+  }));
+  return Object.fromEntries(Object.entries({ ...carried, ...found })
     .filter(([org, h]) => held.has(org) && lowestFile(manifest, org) === h.lowest));
 }
 
@@ -337,7 +344,7 @@ async function applyLocked(
       sizes,
     };
     const settled = new Set(delta.settled);
-    const hidden = hiddenRowsOf(manifest, Object.fromEntries(Object.entries(current.hidden ?? {}).filter(([o]) => !settled.has(o))), delta.hidden);
+    const hidden = hiddenRowsOf(manifest, Object.fromEntries(Object.entries(current.hidden ?? {}).filter(([o]) => !settled.has(o))), delta.hidden, fold);
     if (Object.keys(hidden).length > 0) manifest.hidden = hidden;
     await fs.writeFile(join(tmp, 'access.json'), JSON.stringify(delta.access));
     await fs.writeFile(join(tmp, 'manifest.json'), JSON.stringify(manifest, null, 2));

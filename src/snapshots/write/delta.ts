@@ -12,7 +12,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, HIDDEN_RANGES, lowestFile, overlayHolding, partRows,
+  type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -802,23 +802,32 @@ async function findHidden({ input, run, all, kept }: Build, touched: string[], k
   await run(`CREATE TEMP TABLE hidden_ws AS SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList})${
     kept ? ` UNION SELECT _org_key, id FROM ${kept}.replaced_workspaces WHERE _org_key IN (${olderKeys})` : ''}`);
   const position = ident(POSITION_COLUMN);
-  const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {} }]));
+  // The delta this batch writes lists the positions (delta-layout.ts hiddenTable), which pages in any order
+  // leave out by them; the runs below serve pages in the default order as constants.
+  const positionsIn = input.fold ? 'major' : 'delta';
+  const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {}, positionsIn }]));
   const byKey = new Map(orgs.map((o) => [Math.trunc(keys[o]!), hidden[o]!]));
   for (const view of VIEW_NAMES) {
     const column = workspaceColumn(view);
     if (!column) continue;
     for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
-    // The rows under the deltas, as readTouched read them.
-    const hits = `SELECT t._org_key, t.${position} AS p FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)}`;
+    // The rows under the deltas, as readTouched read them, kept once for the list and its runs. A newer delta
+    // written over the current one is a copy of its file: its lists of other organizations stay.
+    const list = `out.${ident(hiddenTable(view))}`;
+    await run(`CREATE TEMP TABLE hidden_hits AS SELECT t._org_key, t.${position} AS p FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)};
+      CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);
+      DELETE FROM ${list} WHERE _org_key IN (${keyList});
+      INSERT INTO ${list} SELECT _org_key, p FROM hidden_hits ORDER BY ALL`);
     // Runs of consecutive positions: a position less its rank is the same along a run.
     for (const [k, first, last, n] of await all(`SELECT _org_key, min(p), max(p), count(*) FROM (
-        SELECT _org_key, p, p - row_number() OVER (PARTITION BY _org_key ORDER BY p) AS run FROM (${hits}))
+        SELECT _org_key, p, p - row_number() OVER (PARTITION BY _org_key ORDER BY p) AS run FROM hidden_hits)
       GROUP BY _org_key, run ORDER BY _org_key, min(p)`)) {
       const h = byKey.get(Number(k))!;
       h.rows[view] += Number(n);
       if (h.ranges) h.ranges[view]!.push([Number(first), Number(last)]);
       if (h.ranges && h.ranges[view]!.length > HIDDEN_RANGES) h.ranges = null;
     }
+    await run('DROP TABLE hidden_hits');
   }
   await run('DROP TABLE hidden_ws');
   return hidden;
