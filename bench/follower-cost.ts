@@ -2,12 +2,15 @@
 // F1  a batch's CPU on one DuckDB thread and on two: the stream's first batches (bench/stream-batches.ts)
 //     applied in-process by applyBatch, as the follower applies them, to a linked copy of the bench snapshot,
 //     each thread count FOLLOWER_ROUNDS times, interleaved (the machine's speed drifts within the hour).
-// F2  what a server's page pays for a follower beside it: untouched small organizations' B pages in a closed
-//     loop (8 connections), the server's CPU an answer read from /proc, in three conditions taken in turn:
+// F2  what a server's page pays for a follower beside it: small organizations' B pages in a closed loop
+//     (8 connections), the server's CPU an answer read from /proc, in three conditions taken in turn:
 //     alone; beside `explorer apply` of the stream's small batches into another data directory (the
 //     follower's CPU competing, nothing switched); and beside the same batches applied to the server's own
 //     data directory (the CPU, and a snapshot switch after each). The difference between the last two is
-//     what switching costs; between the first two, what sharing the cores costs.
+//     what switching costs; between the first two, what sharing the cores costs. The pages are those of
+//     organizations no batch touches, or with FOLLOWER_F2_PAGES=touched those the small batches touch, after
+//     FOLLOWER_F2_BEFORE (20) of those batches applied to the server's directory: a touched organization's
+//     page reads each new snapshot's delta, which every worker attaches and prepares its statements against.
 // F3  what the deltas come to over the stream's batches, with and without tidying by share: the stream's first
 //     FOLLOWER_F3_BATCHES batches applied in-process on one thread to a linked copy, and with INGEST_TIDY_SHARE's
 //     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
@@ -16,7 +19,7 @@
 //     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
-// counts: 2,1), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
+// counts: 2,1), FOLLOWER_F2_PAGES (untouched), FOLLOWER_F2_BEFORE (20), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -80,7 +83,7 @@ function applyLoop(dataDir: string, batches: StreamBatch[]): { stop: () => Promi
 
 async function main(): Promise<void> {
   const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
-  const { untouched, order } = await streamBatches(BENCH_DIR, orgs, 240, log);
+  const { untouched, streamed, order } = await streamBatches(BENCH_DIR, orgs, 240, log);
   const results: Record<string, unknown> = { date: new Date().toISOString() };
 
   if (SCENARIOS.has('F1')) {
@@ -159,12 +162,16 @@ async function main(): Promise<void> {
     const other = join(BENCH_DIR, 'follower-f2-other');
     linkedCopy(BENCH_DIR, own, baseId);
     linkedCopy(BENCH_DIR, other, baseId);
-    const tokens = await organizationTokens(own, untouched);
+    const touched = process.env.FOLLOWER_F2_PAGES === 'touched';
+    const pageOrgs = touched ? streamed : untouched;
+    const tokens = await organizationTokens(own, pageOrgs);
+    const small = order.filter((b) => b.size === 'small');
+    const preApplied = touched ? Number(process.env.FOLLOWER_F2_BEFORE ?? 20) : 0;
+    for (const b of small.slice(0, preApplied)) await applyBatch(b.dir, { dataDir: own, threads: 1, keep: 30, keepDays: 0 });
     const server = await startServerProcess({ RATE_LIMIT_MAX: '100000000', RESPONSE_CACHE_MB: '0', SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0', DATA_DIR: own });
     const pid = server.child.pid!;
-    const small = order.filter((b) => b.size === 'small');
     // Each directory takes the batches in order, from where it left off: both take the same ones.
-    const nextOf = new Map<string, number>();
+    const nextOf = new Map<string, number>([[own, preApplied], [other, preApplied]]);
     const measure = async (condition: string, into: string | null) => {
       const loop = into ? applyLoop(into, small.slice(nextOf.get(into) ?? 0)) : null;
       const before = cpuSeconds(pid);
@@ -172,7 +179,7 @@ async function main(): Promise<void> {
         url: server.url, connections: 8, duration: SECONDS,
         requests: [{
           setupRequest: (req: any) => {
-            const org = untouched[Math.floor(Math.random() * untouched.length)]!;
+            const org = pageOrgs[Math.floor(Math.random() * pageOrgs.length)]!;
             return { ...req, path: `/api/v2/organizations/${org}/explorer${smallFiltered()}`, headers: { Authorization: `Bearer ${tokens.get(org)}` } };
           },
         }],
@@ -200,7 +207,7 @@ async function main(): Promise<void> {
     console.log('| F2 | req/s | p50 ms | server CPU ms an answer | batches applied |');
     console.log('|---|---|---|---|---|');
     for (const m of measures) console.log(`| ${m.condition} | ${m.rps} | ${m.p50_ms} | ${m.cpu_ms} | ${m.applied} |`);
-    results.F2 = { seconds: SECONDS, rounds: ROUNDS, measures };
+    results.F2 = { seconds: SECONDS, rounds: ROUNDS, pages: touched ? 'touched' : 'untouched', batches_before: preApplied, measures };
   }
 
   const file = join(ROOT, 'bench', 'results', `follower-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
