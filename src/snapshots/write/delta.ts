@@ -789,7 +789,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
  * of the workspaces the new delta replaces and, for a newer delta over an older one, the older one's, each
  * looked up by the organization's key as a reader looks them up.
  */
-async function findHidden({ input, run, all, kept }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
+async function findHidden({ input, run, all, kept, inPlace }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
   const orgs = touched.filter((o) => keys[o] !== undefined);
   if (orgs.length === 0) return {};
   // Keys from our manifest, never a client's: written out as constants.
@@ -811,23 +811,21 @@ async function findHidden({ input, run, all, kept }: Build, touched: string[], k
     const column = workspaceColumn(view);
     if (!column) continue;
     for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
-    // The rows under the deltas, as readTouched read them, kept once for the list and its runs. A newer delta
-    // written over the current one is a copy of its file: its lists of other organizations stay.
+    // The rows under the deltas, as readTouched read them, listed once; their runs are read back from the list.
+    // A newer delta written over the current one is a copy of its file: its lists of other organizations stay.
     const list = `out.${ident(hiddenTable(view))}`;
-    await run(`CREATE TEMP TABLE hidden_hits AS SELECT t._org_key, t.${position} AS p FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)};
-      CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);
-      DELETE FROM ${list} WHERE _org_key IN (${keyList});
-      INSERT INTO ${list} SELECT _org_key, p FROM hidden_hits ORDER BY ALL`);
+    await run(`CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);${inPlace ? `
+      DELETE FROM ${list} WHERE _org_key IN (${keyList});` : ''}
+      INSERT INTO ${list} SELECT t._org_key, t.${position} FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)} ORDER BY ALL`);
     // Runs of consecutive positions: a position less its rank is the same along a run.
-    for (const [k, first, last, n] of await all(`SELECT _org_key, min(p), max(p), count(*) FROM (
-        SELECT _org_key, p, p - row_number() OVER (PARTITION BY _org_key ORDER BY p) AS run FROM hidden_hits)
-      GROUP BY _org_key, run ORDER BY _org_key, min(p)`)) {
+    for (const [k, first, last, n] of await all(`SELECT _org_key, min(pos), max(pos), count(*) FROM (
+        SELECT _org_key, pos, pos - row_number() OVER (PARTITION BY _org_key ORDER BY pos) AS run FROM ${list} WHERE _org_key IN (${keyList}))
+      GROUP BY _org_key, run ORDER BY _org_key, min(pos)`)) {
       const h = byKey.get(Number(k))!;
       h.rows[view] += Number(n);
       if (h.ranges) h.ranges[view]!.push([Number(first), Number(last)]);
       if (h.ranges && h.ranges[view]!.length > HIDDEN_RANGES) h.ranges = null;
     }
-    await run('DROP TABLE hidden_hits');
   }
   await run('DROP TABLE hidden_ws');
   return hidden;
