@@ -317,7 +317,11 @@ for (const backend of ['redis', 'redis cluster'] as const) {
       }
       expect(standby.lines().some((l) => l.message === 'sending notifications'), 'the standby took over').to.equal(true);
       standby.child.kill('SIGTERM');
-      await within(30_000, 'the standby exiting on SIGTERM', exited(standby.child));
+      // A stop that hangs says what it waits for (explorer notify logs it after 10 s): shown with the failure.
+      const code = await within(30_000, 'the standby exiting on SIGTERM', exited(standby.child)).catch((e: Error) => {
+        throw new Error(`${e.message}; its last lines: ${standby.lines().slice(-4).map((l) => JSON.stringify(l)).join('\n')}`);
+      });
+      expect(code, 'the standby exits with 0 once stopped in order').to.equal(0);
       expect(await within(10_000, 'the pending notifications read', store.pendingNotifications())).to.deep.equal([]);
       const seen = deliveries();
       expect(seen.size).to.equal(flips);
