@@ -142,7 +142,7 @@ bench-at-rest: build
 bench-follower: build
 	node dist/bench/follower-cost.js
 
-# M1–M5 (docs/performance.md, "Steady stream: the measurements that choose the layout"): in-process, on the
+# M1–M6 (docs/performance.md, "Steady stream: the measurements that choose the layout"): in-process, on the
 # bench snapshot's base, what a layout for a steady stream of batches would cost (bench/designs.ts).
 bench-designs: build
 	node dist/bench/designs.js

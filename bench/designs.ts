@@ -13,6 +13,11 @@
 // M4  hiding the largest organization's replaced rows: a key anti join against a position list, with 1k, 10k
 //     and 25k of its workspaces replaced, on its A page and its default resources page
 // M5  the sizes of the organizations the stream of `make bench-stream` touches, and of every organization
+// M6  the largest organization's grouped rows (tf_versions, providers, modules) as a batch writes them: the
+//     serving columns its rows carry (the folded copies, the row JSON and the CSV line, each of which holds
+//     the group's list of workspace names again) derived from the rows without them, and those rows written
+//     to a file of their own with and without the serving columns (checkpointed): what storing the list in
+//     each form costs a batch that touches the organization, beside M3's rebuild of the groups themselves
 // S7  the layout as built: 10 batches of the small stream's shape (10 workspaces of its 50 organizations)
 //     applied by `applyBatch` to two linked copies, one with organizations of up to 20,000 rows written whole
 //     into overlays, one with every organization layered, and one layered with a tidying unit of organizations
@@ -27,7 +32,7 @@
 //     table written (bound) before each run, a statement without parameters whose plan DuckDB keeps
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
-// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,S7,P1).
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,M6,S7,P1).
 import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -41,7 +46,7 @@ import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
 import type { Manifest } from '../src/snapshots/snapshot-dir.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { layeredRows, mergedViewRows, DELTA_POSITION_BASE, TIDY_UNIT_ROWS } from '../src/snapshots/delta-layout.js';
-import { POSITION_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
+import { POSITION_COLUMN, ROW_JSON_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
 import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
 import { viewStatements } from '../src/snapshots/write/view-files.js';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
@@ -53,7 +58,7 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const WORK = join(BENCH_DIR, 'designs');
 const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
 const BLOCK = 20;
-const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,S7,P1').split(','));
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,M6,S7,P1').split(','));
 const log = (m: string) => console.error(`[bench-designs] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 const rows: BenchRow[] = [];
@@ -347,6 +352,30 @@ async function main(): Promise<void> {
       report('M3', `providers groups of ${org.name} (${org.workspaces.toLocaleString('en')} workspaces)`,
         `rebuilt ${round(whole.cpu * 1000, 1)} CPU-ms; a 10-workspace change's own rows ${round(change.cpu * 1000, 1)} CPU-ms; it touches ${touched[0]![0]} groups naming ${touched[0]![1]} workspaces between them`);
     }
+  }
+
+  if (SCENARIOS.has('M6')) {
+    // M6: each grouped view's rows of the largest organization, without their serving columns (as `sorted` leaves
+    // them), given those columns by `derive`, and written out narrow and wide; the better of two rounds of each.
+    const file = join(WORK, 'm6.duckdb');
+    for (const view of ['tf_versions', 'providers', 'modules']) {
+      const vs = statements.get(view)!;
+      await c.run(`CREATE OR REPLACE TEMP TABLE m6_narrow AS SELECT * EXCLUDE (${vs.derived.map(ident).join(', ')}) FROM ${base}.${ident(view)} WHERE _org_key = ${k} ORDER BY ${ident(POSITION_COLUMN)}`);
+      const best = { derive: Infinity, narrow: Infinity, wide: Infinity };
+      for (let r = 0; r < 2; r++) {
+        rmSync(file, { force: true });
+        await c.run(`ATTACH '${file}' AS m6`);
+        best.derive = Math.min(best.derive, (await cost(() => c.run(`CREATE OR REPLACE TEMP TABLE m6_wide AS ${vs.derive('m6_narrow', 0)}`))).cpu);
+        best.narrow = Math.min(best.narrow, (await cost(() => c.run('CREATE TABLE m6.narrow AS SELECT * FROM m6_narrow; CHECKPOINT m6'))).cpu);
+        best.wide = Math.min(best.wide, (await cost(() => c.run('CREATE TABLE m6.wide AS SELECT * FROM m6_wide; CHECKPOINT m6'))).cpu);
+        await c.run('DETACH m6');
+      }
+      const [[groups, names, listChars]] = await all(`SELECT count(*), sum(workspace_count), sum(length(${ident(ROW_JSON_COLUMN)})) FROM ${base}.${ident(view)} WHERE _org_key = ${k}`) as [[bigint, bigint, bigint]];
+      report('M6', `${view} rows of ${largest.name}: ${groups} groups naming ${names} workspaces, ${Math.round(Number(listChars) / 1e6)} MB of row JSON`,
+        `serving columns derived ${round(best.derive * 1000)} CPU-ms; written narrow ${round(best.narrow * 1000)}, wide ${round(best.wide * 1000)} CPU-ms: the serving columns ${round((best.derive + best.wide - best.narrow) * 1000)} CPU-ms`);
+      await c.run('DROP TABLE m6_narrow; DROP TABLE IF EXISTS m6_wide');
+    }
+    rmSync(file, { force: true });
   }
 
   if (SCENARIOS.has('M4')) {
