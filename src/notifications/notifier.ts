@@ -52,9 +52,12 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
   const pollMs = opts.pollMs ?? 500;
   let leased = false;
   let said = false;
+  // When the last renewal that held was asked for: the lease runs from about then.
+  let renewedAt = 0;
   // The lease, renewed at a third of its length, also while a long check runs (a load's pair takes tens of
   // seconds): a holder that stops renewing loses it to the next, and one that lost it stops between pairs.
   const renew = async () => {
+    const asked = performance.now();
     const held = await opts.store.takeNotifierLease(holder, leaseMs).catch((e: Error) => {
       opts.log('warn', 'the lease could not be taken or renewed', { error: e.message });
       return false;
@@ -62,7 +65,11 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
     if (held !== leased || !said) opts.log('info', held ? 'sending notifications' : 'another notifier sends; waiting', { holder });
     said = true;
     leased = held;
+    if (held) renewedAt = asked;
   };
+  // A holder that has not renewed for half the lease (a process starved of CPU, a slow store) starts nothing
+  // more until it has: the lease may end meanwhile, and the next holder would send the same notifications.
+  const holds = () => leased && performance.now() - renewedAt < leaseMs / 2;
   let renewing: Promise<void> | undefined;
   const renewNow = () => (renewing ??= renew().finally(() => { renewing = undefined; }));
   const renewal = setInterval(() => { void renewNow(); }, leaseMs / 3);
@@ -72,10 +79,10 @@ export async function runNotifier(opts: NotifierOptions): Promise<void> {
     while (!opts.signal.aborted) {
       // A waiting notifier asks at every turn (a second at most), so that it takes over soon after the lease ends.
       if (!leased || !said) await renewNow();
-      if (leased) {
+      if (holds()) {
         try {
-          await checkNewSnapshots(opts, () => leased);
-          await startDue(opts, sending);
+          await checkNewSnapshots(opts, holds);
+          await startDue(opts, sending, holds);
         } catch (e) {
           opts.log('warn', 'notifications not checked or sent this time', { error: (e as Error).message });
         }
@@ -167,8 +174,8 @@ async function checkOnePair(opts: NotifierOptions, fromId: string, toId: string)
   }
 }
 
-/** Starts the due notification of each configuration that has none in flight: its oldest pending one. */
-async function startDue(opts: NotifierOptions, sending: Map<string, Promise<void>>): Promise<void> {
+/** Starts the due notification of each configuration that has none in flight: its oldest pending one, while `holds`. */
+async function startDue(opts: NotifierOptions, sending: Map<string, Promise<void>>, holds: () => boolean): Promise<void> {
   const pending = await opts.store.pendingNotifications();
   const first = new Map<string, PendingNotification>();
   for (const n of pending) {
@@ -177,16 +184,20 @@ async function startDue(opts: NotifierOptions, sending: Map<string, Promise<void
   }
   const now = Date.now();
   for (const [key, n] of first) {
-    if (sending.has(key) || Date.parse(n.nextAttemptAt) > now || opts.signal.aborted) continue;
-    const task = sendOne(opts, n).catch((e: Error) => opts.log('warn', 'a notification could not be recorded as tried', { delivery: n.id, error: e.message }))
+    if (sending.has(key) || Date.parse(n.nextAttemptAt) > now || opts.signal.aborted || !holds()) continue;
+    const task = sendOne(opts, n, holds).catch((e: Error) => opts.log('warn', 'a notification could not be recorded as tried', { delivery: n.id, error: e.message }))
       .finally(() => sending.delete(key));
     sending.set(key, task);
   }
 }
 
-/** One try of a pending notification, recorded: done when it succeeded or failed for good, else due again later. */
-async function sendOne(opts: NotifierOptions, n: PendingNotification): Promise<void> {
+/**
+ * One try of a pending notification, recorded: done when it succeeded or failed for good, else due again later.
+ * Not tried when the lease is no longer certainly held by the time the configuration is read: it stays pending.
+ */
+async function sendOne(opts: NotifierOptions, n: PendingNotification, holds: () => boolean): Promise<void> {
   const configuration = await opts.store.getNotificationConfiguration(n.organization, n.viewId, n.configurationId);
+  if (!holds()) return;
   const attempt = n.attempts + 1;
   if (!configuration) {
     // Deleted since: nothing is sent, and the notification is done.

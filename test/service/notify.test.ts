@@ -169,7 +169,9 @@ describe('explorer notify', function () {
     const before = receiver.received.length;
     const kills: number[] = [];
     let flips = 0;
-    const lease = { NOTIFY_LEASE_MS: '600' };
+    // Short, so that each round's sender takes over soon after the last one's kill; long enough that a sender
+    // starved of CPU on a busy machine keeps it through a send (a repeat beyond the kills' would be the lease's).
+    const lease = { NOTIFY_LEASE_MS: '1500' };
     // Each round: a batch flips ws-aaa2's drift (a notification for each), a sender starts, and once it holds
     // the lease it is killed after a growing delay: from before it checked the pair to well into sending, and
     // on while none has sent yet (however long checking and sending take on this machine).
@@ -220,7 +222,7 @@ for (const backend of ['redis', 'redis cluster'] as const) {
     let env: Record<string, string>;
     let closeRedis: () => Promise<void>;
     const children: ChildProcess[] = [];
-    const spawnNotifier = () => startNotifier(children, { ...env, DATA_DIR: dir, NOTIFY_LEASE_MS: '600' });
+    const spawnNotifier = () => startNotifier(children, { ...env, DATA_DIR: dir, NOTIFY_LEASE_MS: '1500' });
     const exited = (c: ChildProcess) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)));
 
     before(async () => {
