@@ -19,7 +19,8 @@
 //     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
-// counts: 2,1), FOLLOWER_F2_PAGES (untouched), FOLLOWER_F2_BEFORE (20), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05).
+// counts: 2,1), FOLLOWER_F2_PAGES (untouched), FOLLOWER_F2_BEFORE (20), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05),
+// FOLLOWER_F3_POLICIES (layered,share: which of the two to run).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -120,7 +121,7 @@ async function main(): Promise<void> {
     const batches = Number(process.env.FOLLOWER_F3_BATCHES ?? 126);
     const share = Number(process.env.FOLLOWER_F3_SHARE ?? 0.05);
     const runs: Record<string, unknown> = {};
-    for (const policy of ['layered', 'share'] as const) {
+    for (const policy of (process.env.FOLLOWER_F3_POLICIES ?? 'layered,share').split(',') as ('layered' | 'share')[]) {
       const work = join(BENCH_DIR, 'follower-f3');
       linkedCopy(BENCH_DIR, work, baseId);
       const rows: Record<string, unknown>[] = [];
