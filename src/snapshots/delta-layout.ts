@@ -261,9 +261,12 @@ export function layeredRows(layers: readonly string[], view: string): string {
 
 /** The rows of `view`, a view grouped across workspaces: each organization's from the newest layer that holds it. */
 export function mergedGroupedRows(layers: readonly string[], view: string): string {
-  return `(${layers.map((layer, i) => `SELECT * FROM ${layer}.${ident(view)}${i === layers.length - 1 ? ''
-    : ` WHERE ${layers.slice(i + 1).map((l) => `_org NOT IN (SELECT name FROM ${l}.held_organizations)`).join(' AND ')}`}`).join('\n  UNION ALL ')})`;
+  return `(${layers.map((layer, i) => standingGroups(layer, view, layers.slice(i + 1))).join('\n  UNION ALL ')})`;
 }
+
+/** A layer's rows of `view`, a view grouped across workspaces, less those of the organizations a later layer holds. */
+export const standingGroups = (layer: string, view: string, later: readonly string[]) =>
+  `SELECT * FROM ${layer}.${ident(view)}${later.length === 0 ? '' : ` WHERE ${later.map((l) => `_org NOT IN (SELECT name FROM ${l}.held_organizations)`).join(' AND ')}`}`;
 
 /** The source state of `kind` as a stack of layers gives it. */
 export function mergedState(layers: readonly string[], kind: StateKind): string {

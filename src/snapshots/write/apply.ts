@@ -67,8 +67,8 @@ export interface ApplyOptions {
 
 /**
  * Workspaces the newer delta replaces before the next batch folds it into the older delta: this bounds the
- * newer delta every batch copies (as a file) and reads; a fold copies the older delta too, once per this many
- * changed workspaces.
+ * newer delta every batch copies (as a file) and reads; a fold copies the older delta's file too, and changes
+ * it, once per this many changed workspaces.
  */
 export const FOLD_WORKSPACES = 5_000;
 

@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -128,10 +128,20 @@ interface Build {
   /** The older delta when the new one is a newer delta over it (no fold): its replaced workspaces stay replaced. */
   kept: string | null;
   /**
-   * The new newer delta starts as a copy of the current one's file (attachStack): each table then loses the rows
-   * that no longer stand and gains the batch's, instead of being written again whole.
+   * The new delta starts as a copy of the file of the lowest delta it replaces (attachStack): each table then
+   * loses the rows that no longer stand and gains the batch's (and, in a fold, the newer delta's), instead of
+   * being written again whole.
    */
   inPlace: boolean;
+  /**
+   * In place: the copied delta as `prev` reads it (itself, or for a fold that delta less what the manifest no
+   * longer lists as its: foldedLayer), and the delta `prev` reads over it (a fold's newer delta), if any. When
+   * the copy's tables are exactly what `prev` reads of it (`exact`), a table loses only the rows the batch does
+   * not keep.
+   */
+  copied: string | null;
+  over: string | null;
+  exact: boolean;
   /** The keys of the organizations the new delta takes over from the older one (liftFromOlder); none before that step. */
   lifted: Record<string, number>;
 }
@@ -226,17 +236,21 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
  * as schema `base`, the delta it replaces as schema `prev` (delta-layout.ts): the statements of the later
  * steps are those of one delta over one base, whatever the stack. The merged current state is `cur_<kind>`.
  */
-async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run'], kept?: KeptLayers): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'whole' | 'kept' | 'inPlace'> & { stack: string[] }> {
+async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['run'], kept?: KeptLayers): Promise<Pick<Build, 'prev' | 'under' | 'overlays' | 'whole' | 'kept' | 'inPlace' | 'copied' | 'over' | 'exact'> & { stack: string[] }> {
   const attached = await attachLayers(run, input.layers, kept);
   // A newer delta over the current newer delta is that file, copied by the kernel, less the rows this batch
   // replaces and plus its own: DuckDB's checkpoint then writes the row groups the batch changed and keeps the
   // others' blocks (a small delta's tables are a row group or two, so it still writes most of them).
   // Copying the delta's rows through DuckDB instead cost a batch what every batch since the fold had written
   // (0.22–0.43 CPU-s on a newer delta of 28 MB, against 0.03–0.04 CPU-s this way; a small batch about 15 %
-  // less CPU side by side: docs/performance.md, "Change batches: the newer delta changed in place"). The
-  // current snapshot's file is never written: it is a copy.
-  const inPlace = !input.fold && input.layers.minor !== null;
-  if (inPlace) await fs.copyFile(input.layers.minor!, input.outPath);
+  // less CPU side by side: docs/performance.md, "Change batches: the newer delta changed in place"). A fold
+  // likewise starts from the older delta's file and adds the newer delta's rows to it: copied through DuckDB
+  // and sorted, the older delta cost every fold (every large batch) what the stream had written since the
+  // last compaction (docs/performance.md, "Change batches: the older delta changed in place"). The current
+  // snapshot's files are never written: the new delta is a copy.
+  const copiedFile = input.fold ? input.layers.major ?? input.layers.minor : input.layers.minor;
+  const inPlace = copiedFile !== null;
+  if (copiedFile !== null) await fs.copyFile(copiedFile, input.outPath);
   await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
   // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
   // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
@@ -257,6 +271,10 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
     ...(input.fold && attached.major ? [await foldedLayer(db, run, attached.major, input.current.majorOrganizations)] : []),
     ...(attached.minor ? [input.fold ? await foldedLayer(db, run, attached.minor, input.current.deltaOrganizations) : attached.minor] : []),
   ];
+  // The copied file is the lowest of the deltas replaced (the older in a fold, else the newer).
+  const copied = inPlace ? replacing[0]! : null;
+  const over = inPlace ? replacing[1] ?? null : null;
+  const exact = copied !== null && over === null && (copied === attached.major || copied === attached.minor);
   const stateKinds = [...WHOLE_STATE, ...Object.keys(WORKSPACE_STATE)] as StateKind[];
   // Each schema's views in one call: DuckDB runs the statements of one string in turn, and each call of its own
   // cost a round trip to the engine's thread.
@@ -274,7 +292,18 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   await run([...stateKinds.map((kind) => `CREATE TEMP VIEW ${cur(kind)} AS SELECT * FROM ${mergedState(prev ? ['base', 'prev'] : ['base'], kind)}`),
     prev ? 'CREATE TEMP VIEW cur_replaced AS SELECT organization, id FROM prev.replaced_workspaces'
       : 'CREATE TEMP VIEW cur_replaced AS SELECT NULL::VARCHAR AS organization, NULL::VARCHAR AS id WHERE false'].join(';\n'));
-  return { prev, under: attached.under, overlays: attached.overlays, whole: attached.whole, kept: input.fold ? null : attached.major, inPlace, stack: attached.stack };
+  return { prev, under: attached.under, overlays: attached.overlays, whole: attached.whole, kept: input.fold ? null : attached.major, inPlace, copied, over, exact, stack: attached.stack };
+}
+
+/**
+ * In place: deletes from the new delta's copy of `table` the rows that `kept` does not keep and, unless the copy
+ * is exactly what `prev` reads of the copied delta, those `prev` does not read there (`read`: the copied
+ * delta's rows as `prev` reads them, told apart from the others by `key`: a view's position, a source-state
+ * row's workspace; null where `prev` reads the table as the file has it).
+ */
+function deleteUnkept({ exact }: Build, table: string, kept: string | null, read: { rows: string; key: string } | null): string {
+  return `DELETE FROM out.${table} t WHERE ${kept ? `(${kept}) IS NOT TRUE` : 'true'}${exact || read === null ? '' : `
+    OR t.${ident(read.key)} NOT IN (SELECT s.${ident(read.key)} FROM (${read.rows}) s)`}`;
 }
 
 /**
@@ -425,21 +454,24 @@ const nameConstants = (names: Iterable<string>) => [...names].map(sqlLiteral).jo
 
 /** The source state of S′: the small kinds whole, the replaced workspaces' rows of the others. */
 async function writeSourceState(b: Build, patches: boolean): Promise<void> {
-  const { run, count, prev, inPlace } = b;
+  const { run, count, prev, inPlace, copied, over } = b;
   // Most batches change no team: their teams and members stand as the current delta has them.
   const teamsChange = (await count('SELECT (SELECT count(*) FROM bs.source_teams) + (SELECT count(*) FROM bs.source_team_members) + (SELECT count(*) FROM del_teams) + (SELECT count(*) FROM del_orgs)')) > 0;
   // Each table: the rows of `from` (alias t) that `kept` keeps, then `added`. In place, the copy of the
   // current delta (whose table `from` reads: the whole kinds' newest layer, or the replaced workspaces'
-  // rows) loses the others, unless the batch changes none of them (`unchanged`).
-  const stored = async (table: string, from: string | null, kept: string, added: string[], columns = '*', unchanged = false) => {
-    if (inPlace) {
-      if (unchanged) return;
-      await run(`DELETE FROM out.${table} t WHERE (${kept}) IS NOT TRUE`);
+  // rows, their workspace in `column`) loses the others, unless the batch changes none of them (`unchanged`),
+  // and gains the kept rows of the delta over it. A whole kind under another delta is that delta's: written again.
+  const stored = async (table: string, from: string | null, kept: string, added: string[], columns = '*', unchanged = false, column?: string) => {
+    if (inPlace && (column !== undefined || over === null)) {
+      if (unchanged && over === null) return;
+      await run(deleteUnkept(b, table, kept, column ? { rows: standing(`${copied}.${table}`, column, over ? [over] : []), key: column } : null));
+      if (over) await run(`INSERT INTO out.${table} BY NAME SELECT * FROM ${over}.${table} t WHERE ${kept}`);
       for (const select of added) await run(`INSERT INTO out.${table} BY NAME ${select}`);
       return;
     }
-    const standing = from ? `SELECT ${columns} FROM ${from} t WHERE ${kept}` : null;
-    await run(`CREATE TABLE out.${table} AS SELECT * FROM (${[...(standing ? [standing] : []), ...added].join('\n    UNION ALL ')}) ORDER BY ALL`);
+    if (inPlace) await run(`DROP TABLE out.${table}`);
+    const keptRows = from ? `SELECT ${columns} FROM ${from} t WHERE ${kept}` : null;
+    await run(`CREATE TABLE out.${table} AS SELECT * FROM (${[...(keptRows ? [keptRows] : []), ...added].join('\n    UNION ALL ')}) ORDER BY ALL`);
   };
   await stored('source_organizations', cur('organizations'), `t.name NOT IN (SELECT name FROM del_orgs) AND t.name NOT IN (SELECT name FROM bs.source_organizations)`,
     ['SELECT name, id FROM bs.source_organizations'], 'name, id');
@@ -460,7 +492,7 @@ async function writeSourceState(b: Build, patches: boolean): Promise<void> {
       // The patched workspaces' rows, read through the layers: none unless a project was renamed or an organization re-identified.
       ...(patches ? [`SELECT * FROM ${cur(kind as StateKind)} WHERE ${column} IN (SELECT id FROM patched_ws)`] : []),
       ...(lifted ? [lifted] : []),
-    ]);
+    ], '*', false, column);
   }
 }
 
@@ -511,16 +543,15 @@ async function appendKeys(db: DuckDBConnection, run: Build['run'], table: string
 type ViewWriter = (view: string, rows: string, kept: string | null, stored?: boolean) => Promise<void>;
 
 /**
- * The delta's tables for the `sequence`-th batch: the current delta's rows that stand (`kept`), copied in
- * their stored order, then this batch's rows (`rows`) sorted, at this batch's positions. Only the batch's rows
- * are sorted: a delta is a series of such runs, each in stored order, and an organization whose rows a run
- * holds whole (the grouped views) finds them together and in order. Sorting the whole delta again at every
- * batch made a batch's cost grow with every batch before it (docs/performance.md). A fold, once per
- * FOLD_WORKSPACES changed workspaces, sorts the older delta it writes whole instead: an organization's rows
- * then lie together there too, and a page reads them from a vector or two of each column, not from every run
- * (docs/performance.md, "Change batches: the older delta sorted").
+ * The delta's tables for the `sequence`-th batch: the current deltas' rows that stand (`kept`), in their stored
+ * order, then this batch's rows (`rows`) sorted, at this batch's positions. Only the batch's rows are sorted: a
+ * delta is a series of such runs, each in stored order, and an organization whose rows a run holds whole (the
+ * grouped views) finds them together and in order. Sorting the whole delta again at every batch made a batch's
+ * cost grow with every batch before it, and so did sorting the older delta at every fold (docs/performance.md,
+ * "Change batches: the older delta changed in place").
  */
-function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: number): ViewWriter {
+function viewWriter(b: Build, sequence: number): ViewWriter {
+  const { db, run, all, inPlace, copied, over } = b;
   const statements = new Map(viewStatements().map((v) => [v.view, v]));
   return async (view, rows, kept, stored = false) => {
     const { order } = statements.get(view)!;
@@ -529,9 +560,16 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
     // added (the list members) is served as it was until the next full load.
     // Asked of the base's table, not of the merged view over the layers, whose binding cost 3–4 ms a view.
     const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
-    // In place, the table is the current delta's: its rows that do not stand go.
-    if (inPlace) await run(`DELETE FROM out.${ident(view)} WHERE ${kept ? `(${kept}) IS NOT TRUE` : 'true'}`);
-    else await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
+    // In place, the table is the copied delta's: its rows that do not stand go, and a fold adds those of the
+    // newer delta that do, each delta's rows read as `prev` reads them.
+    if (inPlace) {
+      const column = workspaceColumn(view);
+      const read = column ? standing(`${copied}.${ident(view)}`, column, over ? [over] : []) : standingGroups(copied!, view, over ? [over] : []);
+      await run(deleteUnkept(b, ident(view), kept, { rows: read, key: POSITION_COLUMN }));
+      if (over && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.join(', ')} FROM ${over}.${ident(view)} WHERE ${kept}`);
+    } else {
+      await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
+    }
     const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
     if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
     // Numbered in stored order. Rows stored in that order already are numbered by their rowid: a window over the
@@ -540,12 +578,6 @@ function viewWriter({ input, db, run, all, prev, inPlace }: Build, sequence: num
     const first = DELTA_POSITION_BASE + sequence * BATCH_POSITIONS;
     const position = stored ? `(${first} + t.rowid)::BIGINT AS _pos` : `(${first} + row_number() OVER (ORDER BY ${order}) - 1)::BIGINT AS _pos`;
     const fresh = `SELECT ${columns.map((c) => (c === ident(POSITION_COLUMN) ? position : c)).join(', ')} FROM ${rows} t`;
-    const standing = prev && kept ? `SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}` : null;
-    if (input.fold && standing) {
-      await run(`INSERT INTO out.${ident(view)} BY NAME SELECT * FROM (${standing} UNION ALL ${fresh}) ORDER BY ${order}`);
-      return;
-    }
-    if (standing && !inPlace) await run(`INSERT INTO out.${ident(view)} BY NAME ${standing}`);
     await run(`INSERT INTO out.${ident(view)} BY NAME ${fresh}${stored ? '' : ` ORDER BY ${order}`}`);
   };
 }
@@ -814,8 +846,9 @@ async function findHidden({ input, run, all, kept, inPlace }: Build, touched: st
     // The rows under the deltas, as readTouched read them, listed once; their runs are read back from the list.
     // A newer delta written over the current one is a copy of its file: its lists of other organizations stay.
     const list = `out.${ident(hiddenTable(view))}`;
+    // A fold's lists are of the organizations it touches alone (apply.ts hiddenRowsOf).
     await run(`CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);${inPlace ? `
-      DELETE FROM ${list} WHERE _org_key IN (${keyList});` : ''}
+      DELETE FROM ${list}${input.fold ? '' : ` WHERE _org_key IN (${keyList})`};` : ''}
       INSERT INTO ${list} SELECT t._org_key, t.${position} FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)} ORDER BY ALL`);
     // Runs of consecutive positions: a position less its rank is the same along a run.
     for (const [k, first, last, n] of await all(`SELECT _org_key, min(pos), max(pos), count(*) FROM (
