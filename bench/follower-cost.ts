@@ -14,7 +14,8 @@
 // F3  what the deltas come to over the stream's batches, with and without tidying by share: the stream's first
 //     FOLLOWER_F3_BATCHES batches applied in-process on one thread to a linked copy, and with INGEST_TIDY_SHARE's
 //     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
-//     own as the follower runs it; each batch's CPU, the deltas' bytes, and each unit's CPU and rows.
+//     own as the follower runs it; each batch's CPU, the deltas' bytes (the files', and those in use), and each
+//     unit's CPU and rows.
 //     F1 builds on one DuckDB instance kept from batch to batch, as the follower does (writer-instance.ts);
 //     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
@@ -122,7 +123,7 @@ async function main(): Promise<void> {
     const share = Number(process.env.FOLLOWER_F3_SHARE ?? 0.05);
     const runs: Record<string, unknown> = {};
     for (const policy of (process.env.FOLLOWER_F3_POLICIES ?? 'layered,share').split(',') as ('layered' | 'share')[]) {
-      const work = join(BENCH_DIR, 'follower-f3');
+      const work = join(BENCH_DIR, `follower-f3-${process.pid}`);
       linkedCopy(BENCH_DIR, work, baseId);
       const rows: Record<string, unknown>[] = [];
       try {
@@ -137,7 +138,8 @@ async function main(): Promise<void> {
           const unitCpu = outcome?.cpuSeconds ?? 0;
           const m = await readManifest(work, (await readCurrentId(work))!);
           const mb = (file: string | undefined) => round((file ? m.sizes?.[file] ?? 0 : 0) / 2 ** 20, 1);
-          rows.push({ i, size: b.size, cpu: round(batchCpu), older_mb: mb(m.major), newer_mb: mb(m.delta), ...(unit ? { unit: { organizations: unit.organizations, rows: unit.rows, cpu: round(unitCpu) } } : {}) });
+          const used = (file: string | undefined) => round((file ? m.usedBytes?.[file] ?? m.sizes?.[file] ?? 0 : 0) / 2 ** 20, 1);
+          rows.push({ i, size: b.size, cpu: round(batchCpu), older_mb: mb(m.major), newer_mb: mb(m.delta), older_used_mb: used(m.major), newer_used_mb: used(m.delta), ...(unit ? { unit: { organizations: unit.organizations, rows: unit.rows, cpu: round(unitCpu) } } : {}) });
           if (unit) log(`F3 ${policy}: after batch ${i}, a unit of ${unit.organizations.join(', ')} (${unit.rows} rows): ${round(unitCpu)} CPU-s`);
         }
       } finally {
@@ -150,6 +152,7 @@ async function main(): Promise<void> {
         large_cpu_last_third_p50: round(percentile(cpus('large', Math.floor(batches * 2 / 3)), 0.5)),
         deltas_mb_at_end: round((last.older_mb as number) + (last.newer_mb as number), 1),
         deltas_mb_max: Math.max(...rows.map((r) => round((r.older_mb as number) + (r.newer_mb as number), 1))),
+        deltas_used_mb_max: Math.max(...rows.map((r) => round((r.older_used_mb as number) + (r.newer_used_mb as number), 1))),
         unit_cpu: rows.filter((r) => r.unit).map((r) => (r.unit as { cpu: number }).cpu),
       };
       log(`F3 ${policy}: ${JSON.stringify(summary)}`);

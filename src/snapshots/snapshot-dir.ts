@@ -81,6 +81,12 @@ export interface Manifest {
   /** Size in bytes of every data file, so that a truncated or replaced file is noticed before it is used. */
   sizes?: Record<string, number>;
   /**
+   * Of each delta file, the bytes its blocks in use hold: its size less the free blocks that the rows it no
+   * longer holds left (a delta is changed in place, docs/changes.md §5), which later writes reuse. What the
+   * compaction's bound (INGEST_COMPACT_MB) counts. Absent for files written before it was recorded: their size.
+   */
+  usedBytes?: Record<string, number>;
+  /**
    * A snapshot made by change batches (docs/changes.md): `database` is a link to the DuckDB file of `base`,
    * the loaded snapshot the batches since apply to, and `delta` the DuckDB file of what they changed since.
    * Absent in loaded snapshots.

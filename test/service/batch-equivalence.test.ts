@@ -190,6 +190,11 @@ describe('change batches answer as a full load of the resulting source', functio
         if (manifest.majorId === manifest.id && (before.overlays ?? []).some((o) => o.sequence !== undefined && Object.keys(o.organizations).some((org) => heldBefore.has(org)))) {
           forms.add('fold over a tidied organization');
         }
+        // A fold over an older delta: a copy of its file, changed in place, the newer delta's rows added (delta.ts attachStack).
+        if (manifest.majorId === manifest.id && before.major && !manifest.compacted && manifest.base === before.base) forms.add('older delta changed in place');
+        // What the delta written holds in use, which the compaction's bound counts: the file less its free blocks.
+        const written = manifest.majorId === manifest.id ? manifest.major! : manifest.delta!;
+        expect(manifest.usedBytes?.[written], `${step.name}: ${written} in use`).to.be.above(0).and.at.most(manifest.sizes![written]!);
         // A newer delta written over the current one: a copy of its file, changed in place (delta.ts attachStack).
         if (manifest.majorId !== manifest.id && before.delta && !manifest.compacted && manifest.base === before.base && before.sequence !== undefined) forms.add('newer delta changed in place');
         // An organization the older delta held that the batch touched, now held by the newer delta alone.
@@ -244,7 +249,7 @@ describe('change batches answer as a full load of the resulting source', functio
         }
       }
       // Every seed folds and starts newer deltas, and applies batches on a whole layer.
-      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'tidied while a batch applied', 'lifted into the newer delta', 'newer delta changed in place']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'tidied while a batch applied', 'lifted into the newer delta', 'newer delta changed in place', 'older delta changed in place']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.

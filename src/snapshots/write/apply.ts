@@ -317,6 +317,9 @@ async function applyLocked(
     };
     const sizes: Record<string, number> = { [DATABASE_FILE]: current.sizes?.[current.database] ?? (await fs.stat(paths.base)).size };
     for (const name of [layers.whole, layers.major, layers.delta, ...overlays.map((o) => o.file)]) if (name) sizes[name] = (await fs.stat(join(tmp, name))).size;
+    // The new delta's bytes in use, and the older delta's as recorded when it was written.
+    const usedBytes: Record<string, number> = { [fold ? MAJOR_FILE : DELTA_FILE]: delta.usedBytes };
+    if (!fold && current.major && current.usedBytes?.[current.major] !== undefined) usedBytes[current.major] = current.usedBytes[current.major]!;
     const manifest: Manifest = {
       id,
       createdAt: loadedAt.toISOString(),
@@ -342,6 +345,7 @@ async function applyLocked(
       batches: [...(current.batches ?? []), ...records].slice(-BATCHES_RECORDED),
       changedOrganizations: delta.touched,
       sizes,
+      usedBytes,
     };
     const settled = new Set(delta.settled);
     const hidden = hiddenRowsOf(manifest, Object.fromEntries(Object.entries(current.hidden ?? {}).filter(([o]) => !settled.has(o))), delta.hidden, fold);

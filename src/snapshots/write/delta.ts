@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -87,6 +87,8 @@ export interface DeltaResult {
   /** The organizations a fold left rows of out (settledRows): what their lowest layer has hidden changed, unless the batch found it again. */
   settled: string[];
   replacedWorkspaces: number;
+  /** The bytes the new delta's blocks in use hold once written (its size less its free blocks: Manifest.usedBytes). */
+  usedBytes: number;
   /** Records per source file of the resulting source (provider and module rows as stored: duplicates merged). */
   counts: Record<string, number>;
   access: AccessData;
@@ -212,12 +214,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
     for (const o of Object.keys(whole)) delete hidden[o];
     const replacedWorkspaces = await count('SELECT count(*) FROM out.replaced_workspaces');
     stepDone('overlay');
-    await checkpoint(b, Object.keys(overlaid).length > 0);
+    const usedBytes = await checkpoint(b, Object.keys(overlaid).length > 0);
     stepDone('checkpoint');
     failed = false;
     return {
       organizationKeys, organizationRows, rows, held, overlaid, hidden, touched: [...touchedNames].sort(), lifted: Object.keys(b.lifted).sort(), settled,
-      replacedWorkspaces, counts, access, batch, steps,
+      replacedWorkspaces, usedBytes, counts, access, batch, steps,
     };
   } finally {
     // Validation reads through this instance: it closes once validation is done, whatever the build came to.
@@ -551,7 +553,7 @@ type ViewWriter = (view: string, rows: string, kept: string | null, stored?: boo
  * "Change batches: the older delta changed in place").
  */
 function viewWriter(b: Build, sequence: number): ViewWriter {
-  const { db, run, all, inPlace, copied, over } = b;
+  const { db, run, all, prev, inPlace, copied, over } = b;
   const statements = new Map(viewStatements().map((v) => [v.view, v]));
   return async (view, rows, kept, stored = false) => {
     const { order } = statements.get(view)!;
@@ -560,15 +562,21 @@ function viewWriter(b: Build, sequence: number): ViewWriter {
     // added (the list members) is served as it was until the next full load.
     // Asked of the base's table, not of the merged view over the layers, whose binding cost 3–4 ms a view.
     const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
-    // In place, the table is the copied delta's: its rows that do not stand go, and a fold adds those of the
-    // newer delta that do, each delta's rows read as `prev` reads them.
-    if (inPlace) {
-      const column = workspaceColumn(view);
-      const read = column ? standing(`${copied}.${ident(view)}`, column, over ? [over] : []) : standingGroups(copied!, view, over ? [over] : []);
-      await run(deleteUnkept(b, ident(view), kept, { rows: read, key: POSITION_COLUMN }));
+    // In place, the table of a view with rows per workspace is the copied delta's: its rows that do not stand
+    // go, and a fold adds those of the newer delta that do, each delta's rows read as `prev` reads them. A
+    // grouped view's table is written again instead, from the rows that stand: the largest organization's
+    // groups (about 110 MB on the bench snapshot) are replaced by every large batch, and deleted in place they
+    // stayed in their row groups, so that the older delta's file grew by their size at every fold; a table
+    // dropped gives all its blocks back for the next file's writes (docs/performance.md, "Change batches: the
+    // older delta changed in place").
+    const column = workspaceColumn(view);
+    if (inPlace && column) {
+      await run(deleteUnkept(b, ident(view), kept, { rows: standing(`${copied}.${ident(view)}`, column, over ? [over] : []), key: POSITION_COLUMN }));
       if (over && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.join(', ')} FROM ${over}.${ident(view)} WHERE ${kept}`);
     } else {
+      if (inPlace) await run(`DROP TABLE out.${ident(view)}`);
       await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
+      if (prev && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}`);
     }
     const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
     if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
@@ -986,18 +994,21 @@ async function batchCounts({ all }: Build): Promise<BatchCounts> {
 }
 
 /**
- * Writes the delta's file out. A small delta is written uncompressed: choosing and applying each column's
+ * Writes the delta's file out; returns the bytes its blocks in use hold. A small delta is written uncompressed: choosing and applying each column's
  * compression cost a fixed 0.08–0.15 s per file, most of a 10-workspace batch's checkpoint, to save a few
  * hundred KB. Larger deltas (a batch of 1,000 workspaces already holds 20,000 resource rows) keep DuckDB's
  * choice, for the disk the retained batch snapshots take (docs/performance.md, "Change batches: small deltas uncompressed").
  */
-async function checkpoint({ run, count }: Build, overlay: boolean): Promise<void> {
+async function checkpoint({ run, count }: Build, overlay: boolean): Promise<number> {
+  let used = 0;
   for (const file of overlay ? ['ov', 'out'] : ['out']) {
     const small = await count(`SELECT (SELECT count(*) FROM ${file}.workspaces) + (SELECT count(*) FROM ${file}.resources)`) < UNCOMPRESSED_ROWS;
     await run(`SET force_compression = '${small ? 'uncompressed' : 'auto'}'`);
     await run(`CHECKPOINT ${file}`);
+    if (file === 'out') used = await count(`SELECT used_blocks * block_size FROM pragma_database_size() WHERE database_name = 'out'`);
     await run(`DETACH ${file}`);
   }
+  return used;
 }
 
 /** Who may read what (snapshot-dir.ts AccessData), from the organizations, teams and members of a source, as the source validator derives it. */

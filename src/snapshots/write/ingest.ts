@@ -219,10 +219,13 @@ async function tidy(opts: IngestOptions, budget: CpuBudget): Promise<void> {
   }
 }
 
-/** The bytes of the current snapshot's deltas (older and newer), from its manifest. */
+/**
+ * The bytes of the current snapshot's deltas (older and newer) in use, from its manifest: the rows they hold,
+ * not the free blocks of a file changed in place, which later writes reuse.
+ */
 async function deltaBytes(dataDir: string): Promise<number> {
   const m = await currentManifest(dataDir);
-  return m ? [m.major, m.delta].reduce((a, name) => a + (name ? m.sizes?.[name] ?? 0 : 0), 0) : 0;
+  return m ? [m.major, m.delta].reduce((a, name) => a + (name ? m.usedBytes?.[name] ?? m.sizes?.[name] ?? 0 : 0), 0) : 0;
 }
 
 /** Compacts the current snapshot's layers (whole-layer.ts) and logs the outcome; never rejects. */

@@ -134,7 +134,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const ontoDir = snapshotPath(dataDir, onto.id);
     const file = wholeFile(current.sequence ?? 0);
     await fs.rename(tmp, join(ontoDir, file));
-    const { delta, deltaOrganizations, deltaWorkspaces, major, majorId, majorOrganizations, ...rest } = onto;
+    const { delta, deltaOrganizations, deltaWorkspaces, major, majorId, majorOrganizations, usedBytes, ...rest } = onto;
     // The older delta the compacted snapshot read is in the whole layer; one folded since is kept, as is the newer delta.
     const keepMajor = onto.id !== id && major !== undefined && majorId !== current.majorId;
     const keepDelta = onto.id !== id && delta !== undefined;
@@ -150,7 +150,8 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const keptOverlays = overlays.filter((o) => Object.keys(o.organizations).length > 0);
     const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
     for (const name of [kept.major, kept.delta, ...keptOverlays.map((o) => o.file)]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
-    const manifest: Manifest = { ...rest, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held, sizes };
+    const used = Object.fromEntries([kept.major, kept.delta].flatMap((name) => (name && usedBytes?.[name] !== undefined ? [[name, usedBytes[name]!]] : [])));
+    const manifest: Manifest = { ...rest, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held, sizes, ...(Object.keys(used).length > 0 ? { usedBytes: used } : {}) };
     if (keptOverlays.length > 0) manifest.overlays = keptOverlays; else delete manifest.overlays;
     await writeManifest(dataDir, manifest);
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
