@@ -265,7 +265,7 @@ export function mergedGroupedRows(layers: readonly string[], view: string): stri
 }
 
 /** A layer's rows of `view`, a view grouped across workspaces, less those of the organizations a later layer holds. */
-const standingGroups = (layer: string, view: string, later: readonly string[]) =>
+export const standingGroups = (layer: string, view: string, later: readonly string[]) =>
   `SELECT * FROM ${layer}.${ident(view)}${later.length === 0 ? '' : ` WHERE ${later.map((l) => `_org NOT IN (SELECT name FROM ${l}.held_organizations)`).join(' AND ')}`}`;
 
 /** The source state of `kind` as a stack of layers gives it. */

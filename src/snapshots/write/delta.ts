@@ -11,7 +11,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 
 import { sortKeys } from '../../query/query.js';
 import {
-  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
   type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
@@ -553,7 +553,7 @@ type ViewWriter = (view: string, rows: string, kept: string | null, stored?: boo
  * "Change batches: the older delta changed in place").
  */
 function viewWriter(b: Build, sequence: number): ViewWriter {
-  const { db, run, all, prev, inPlace, copied, over } = b;
+  const { db, run, all, inPlace, copied, over } = b;
   const statements = new Map(viewStatements().map((v) => [v.view, v]));
   return async (view, rows, kept, stored = false) => {
     const { order } = statements.get(view)!;
@@ -562,21 +562,15 @@ function viewWriter(b: Build, sequence: number): ViewWriter {
     // added (the list members) is served as it was until the next full load.
     // Asked of the base's table, not of the merged view over the layers, whose binding cost 3–4 ms a view.
     const columns = (await all(`SELECT column_name FROM (DESCRIBE f_base.${ident(view)})`)).map(([c]) => ident(c as string));
-    // In place, the table of a view with rows per workspace is the copied delta's: its rows that do not stand
-    // go, and a fold adds those of the newer delta that do, each delta's rows read as `prev` reads them. A
-    // grouped view's table is written again instead, from the rows that stand: the largest organization's
-    // groups (about 110 MB on the bench snapshot) are replaced by every large batch, and deleted in place they
-    // stayed in their row groups, so that the older delta's file grew by their size at every fold; a table
-    // dropped gives all its blocks back for the next file's writes (docs/performance.md, "Change batches: the
-    // older delta changed in place").
-    const column = workspaceColumn(view);
-    if (inPlace && column) {
-      await run(deleteUnkept(b, ident(view), kept, { rows: standing(`${copied}.${ident(view)}`, column, over ? [over] : []), key: POSITION_COLUMN }));
+    // In place, the table is the copied delta's: its rows that do not stand go, and a fold adds those of the
+    // newer delta that do, each delta's rows read as `prev` reads them.
+    if (inPlace) {
+      const column = workspaceColumn(view);
+      const read = column ? standing(`${copied}.${ident(view)}`, column, over ? [over] : []) : standingGroups(copied!, view, over ? [over] : []);
+      await run(deleteUnkept(b, ident(view), kept, { rows: read, key: POSITION_COLUMN }));
       if (over && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.join(', ')} FROM ${over}.${ident(view)} WHERE ${kept}`);
     } else {
-      if (inPlace) await run(`DROP TABLE out.${ident(view)}`);
       await createViewTable(db, `out.${ident(view)}`, `SELECT ${columns.join(', ')} FROM ${rows} LIMIT 0`);
-      if (prev && kept) await run(`INSERT INTO out.${ident(view)} BY NAME SELECT ${columns.join(', ')} FROM prev.${ident(view)} WHERE ${kept}`);
     }
     const rowCount = Number((await all(`SELECT count(*) FROM ${rows}`))[0]![0]);
     if (rowCount >= BATCH_POSITIONS) throw new Error(`a batch of ${rowCount} ${view} rows is more than one batch may hold (${BATCH_POSITIONS - 1})`);
