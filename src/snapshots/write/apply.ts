@@ -193,8 +193,8 @@ const COALESCED_DIR = 'coalesced-batch';
  */
 function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>, fold: boolean): Record<string, HiddenRows> {
   const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []]);
-  // A fold writes both deltas' files anew with the lists of the organizations it touched alone: the figures it
-  // carries keep their counts and runs, not the list's place.
+  // The older delta a fold writes keeps the lists of the organizations it touched alone (delta.ts findHidden):
+  // the figures it carries keep their counts and runs, not the list's place.
   const carried = Object.fromEntries(Object.entries(before ?? {}).map(([org, h]) => {
     if (!fold) return [org, h];
     const { positionsIn: _, ...rest } = h;
