@@ -77,9 +77,11 @@ export async function startTestRedisCluster(opts: { nodeTimeoutMs?: number } = {
     for (const port of ports) await ping(port);
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30_000 });
   } catch (e) {
+    // A node that exited (its port taken, say) is named with how it ended.
+    const ended = [...nodes.values()].filter((n) => n.process.exitCode !== null || n.process.signalCode !== null).map((n) => `${n.port} (${n.process.exitCode ?? n.process.signalCode})`);
     stopAll();
     rmSync(dir, { recursive: true, force: true });
-    throw e;
+    throw ended.length > 0 ? new Error(`${(e as Error).message}; nodes that exited: ${ended.join(', ')}`) : e;
   }
   const live = () => [...nodes.values()].filter((n) => n.process.exitCode === null && n.process.signalCode === null).map((n) => n.port);
   const cluster: TestRedisCluster = {
