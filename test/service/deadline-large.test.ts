@@ -84,8 +84,13 @@ describe('a query past its deadline on a large organization', function () {
     // The restart's own work settled first, as before the slow query below: in the full suite a small page
     // once missed a deadline of 31 ms ten times in a row right after the restart.
     await waitFor(async () => (await cpuShare(300)) < 0.3, 20_000, 'an idle process');
+    // Tried for up to 20 s, a pause between tries: in the full suite the machine's two cores are shared with
+    // other test files, and once a steady stream's follower beside it made ten tries in a row miss 86 ms.
     const warm: number[] = [];
-    while (warm.at(-1) !== 200 && warm.length < 10) warm.push((await explorer(`${SMALL}4`)).status);
+    for (const end = Date.now() + 20_000; warm.at(-1) !== 200 && (warm.length < 10 || Date.now() < end);) {
+      if (warm.length > 0) await new Promise((r) => setTimeout(r, 200));
+      warm.push((await explorer(`${SMALL}4`)).status);
+    }
     expect(warm.at(-1), `the small view before the slow query (deadline ${deadline} ms): ${warm.join(', ')}`).to.equal(200);
     await waitFor(async () => (await cpuShare(300)) < 0.3, 20_000, 'an idle process');
     const started = performance.now();

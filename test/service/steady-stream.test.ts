@@ -99,8 +99,14 @@ describe('a steady stream of batches beside a busy server', function () {
     })();
 
     try {
-      // The producer: a batch every 100 ms, faster than the follower applies them, whatever it is doing.
-      for (const name of names) {
+      // The producer: a batch every 100 ms, faster than the follower applies them, whatever it is doing. The
+      // last few wait until a compaction has started, so that it has later snapshots to go under however slowly
+      // the follower started or built (once, on a machine slowed down, its first build took all 24 batches).
+      for (const [i, name] of names.entries()) {
+        for (const end = Date.now() + 120_000; i === names.length - 4 && !logged().some((l) => l.message === 'compacting layers');) {
+          if (Date.now() > end) throw new Error(`no compaction started: ${out}`);
+          await sleep(100);
+        }
         cpSync(join(dir, 'batches', name), join(spool, `.writing-${name}`), { recursive: true });
         renameSync(join(spool, `.writing-${name}`), join(spool, 'incoming', name));
         await sleep(100);
