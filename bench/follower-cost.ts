@@ -16,12 +16,17 @@
 //     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
 //     own as the follower runs it; each batch's CPU, the deltas' bytes (the files', and those in use), and each
 //     unit's CPU and rows.
+// F4  what a compaction costs once an earlier one wrote the largest organization whole: on a linked copy, the
+//     stream's first 10 batches (one large) applied and compacted, then its next 9 small batches applied and
+//     compacted again, that second compaction's CPU (one DuckDB thread, as beside a stream) and what it wrote,
+//     once as compactions choose (the earlier whole layer written again only while no larger than the change:
+//     whole-layer.ts planCompaction) and once taking every earlier layer in.
 //     F1 builds on one DuckDB instance kept from batch to batch, as the follower does (writer-instance.ts);
 //     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
 // counts: 2,1), FOLLOWER_F2_PAGES (untouched), FOLLOWER_F2_BEFORE (20), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05),
-// FOLLOWER_F3_POLICIES (layered,share: which of the two to run).
+// FOLLOWER_F3_POLICIES (layered,share: which of the two to run), FOLLOWER_F4_POLICIES (tiered,whole).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +34,7 @@ import { join } from 'node:path';
 import { applyBatch, type ApplyResult } from '../src/snapshots/write/apply.js';
 import { readCurrentId, readManifest } from '../src/snapshots/snapshot-dir.js';
 import { tidyInProcess } from '../src/snapshots/write/tidy-process.js';
+import { compactLayers } from '../src/snapshots/write/whole-layer.js';
 import { WriterInstance } from '../src/snapshots/write/writer-instance.js';
 import { BUILD_STEPS } from '../src/snapshots/write/delta.js';
 import { benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, percentile, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
@@ -159,6 +165,33 @@ async function main(): Promise<void> {
       runs[policy] = { summary, rows };
     }
     results.F3 = { batches, share, ...runs };
+  }
+
+  if (SCENARIOS.has('F4')) {
+    const runs: Record<string, unknown> = {};
+    for (const policy of (process.env.FOLLOWER_F4_POLICIES ?? 'tiered,whole').split(',')) {
+      const work = join(BENCH_DIR, `follower-f4-${process.pid}`);
+      linkedCopy(BENCH_DIR, work, baseId);
+      try {
+        const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
+        const compact = async (tier: number) => {
+          const before = cpu();
+          const done = await compactLayers(work, { threads: 1, memoryLimit: '2GB', tier });
+          if (!done) throw new Error('F4: nothing compacted');
+          return { cpu: round(cpu() - before), seconds: round(done.seconds), organizations: done.organizations, kept: done.kept };
+        };
+        for (const b of order.slice(0, 10)) await applyBatch(b.dir, { dataDir: work, threads: 1 });
+        const first = await compact(1);
+        const small = order.slice(10, 20).filter((b) => b.size === 'small');
+        for (const b of small) await applyBatch(b.dir, { dataDir: work, threads: 1 });
+        const second = await compact(policy === 'whole' ? Infinity : 1);
+        log(`F4 ${policy}: first compaction ${JSON.stringify(first)}; after ${small.length} small batches, the second ${JSON.stringify(second)}`);
+        runs[policy] = { first, second };
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    }
+    results.F4 = runs;
   }
 
   if (SCENARIOS.has('F2')) {

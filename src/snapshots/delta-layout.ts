@@ -65,6 +65,13 @@ export const overlayFile = (sequence: number) => `overlay-${Math.trunc(sequence)
 /** The overlay a tidying unit writes into the snapshot of that sequence (write/tidy.ts): one a snapshot. */
 export const tidyFile = (sequence: number) => `overlay-${Math.trunc(sequence)}-tidy.duckdb`;
 export const isTidyFile = (file: string) => /^overlay-\d+-tidy\.duckdb$/.test(file);
+/** A compaction's file (wholeFile), whether the whole layer or one a later compaction left in place among the overlays. */
+export const isWholeFile = (file: string) => /^whole-\d+\.duckdb$/.test(file);
+/**
+ * Files a compaction wrote that later compactions left in place (write/whole-layer.ts planCompaction), kept
+ * among the overlays: past this many, the smallest are rewritten with the next compaction whatever their size.
+ */
+export const KEPT_WHOLE_LAYERS = 4;
 /**
  * A touched organization with at most this many rows of workspaces and resources after the batch, that no
  * delta holds, is written whole into the batch's overlay: it then reads one file as an untouched organization

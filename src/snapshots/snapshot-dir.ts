@@ -113,9 +113,11 @@ export interface Manifest {
   wholeId?: string;
   wholeOrganizations?: string[];
   /**
-   * Files that hold small organizations whole, written by batches (delta-layout.ts): each with the snapshot
-   * that wrote it (later snapshots' files are links to that one's) and the organizations it is the current
-   * copy of, by name with the key their rows carry. No organization is in two. Oldest first.
+   * Files that hold organizations whole under the deltas other than the whole layer: written by batches and by
+   * tidying (delta-layout.ts), or an earlier compaction's whole layer that a later one left in place
+   * (write/whole-layer.ts planCompaction). Each with the snapshot that wrote it (later snapshots' files are
+   * links to that one's) and the organizations it is the current copy of, by name with the key their rows
+   * carry. No organization is in two. Oldest first.
    */
   overlays?: OverlayEntry[];
   /**

@@ -18,7 +18,7 @@ import { type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers, hasDeltas } from '../../src/snapshots/write/whole-layer.js';
-import { tidyFile } from '../../src/snapshots/delta-layout.js';
+import { isWholeFile, tidyFile } from '../../src/snapshots/delta-layout.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { WriterInstance } from '../../src/snapshots/write/writer-instance.js';
@@ -161,12 +161,16 @@ describe('change batches answer as a full load of the resulting source', functio
         const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
         let manifest: Manifest;
         if (i === steps.length - 1) {
-          // A compaction that runs while a batch applies: its whole layer goes under the batch's snapshot.
+          // A compaction that runs while a batch applies: its whole layer goes under the batch's snapshot. It
+          // takes in every layer an earlier compaction left in place.
           let applied: Manifest | undefined;
-          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', beforeSwitch: async () => { applied = (await apply()).manifest; } });
+          const keptBefore = (before.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => o.file);
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: Infinity, beforeSwitch: async () => { applied = (await apply()).manifest; } });
           manifest = await readManifest(viaBatches, applied!.id);
           expect(compacted?.rebasedOnto, `${step.name}: compacted under the batch's snapshot`).to.equal(manifest.id);
           expect(manifest.whole).to.match(/^whole-\d+\.duckdb$/);
+          expect((manifest.overlays ?? []).filter((o) => isWholeFile(o.file)), `${step.name}: no earlier layer left`).to.deep.equal([]);
+          if (keptBefore.length > 0) forms.add('a layer an earlier compaction left taken in');
           forms.add('rebased');
         } else if (!tidiedAside && i >= 1 && hasDeltas(before) && !(before.overlays ?? []).some((o) => o.file === tidyFile(before.sequence ?? 0))) {
           // Once, a tidying unit that writes while a batch applies: its overlay goes under the batch's snapshot,
@@ -229,14 +233,27 @@ describe('change batches answer as a full load of the resulting source', functio
           }
         }
         // Twice in the sequence, the follower's idle work: the layers compacted into one that holds each
-        // touched organization whole, the same snapshot answering the same; later batches apply on top of it
-        // (and the second compaction takes the first one's whole layer in).
+        // touched organization whole, the same snapshot answering the same; later batches apply on top of it.
+        // The second compaction leaves the first one's whole layer in place, the current copy of the
+        // organizations no delta holds since, among the overlays (the last one takes it in); where overlays took
+        // every such organization since, there is nothing to leave (test/service/compaction-tiers.test.ts
+        // leaves one in place on every run).
         if (i === 2 || i === 4) {
-          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB' });
+          const wholeBefore = before.whole === undefined ? null : await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: 0 });
           expect(compacted, `${step.name}: layers compacted`).to.not.equal(null);
           const whole = await readManifest(viaBatches, compacted!.id);
           expect(whole.whole).to.match(/^whole-\d+\.duckdb$/);
           expect([whole.major, whole.delta]).to.deep.equal([undefined, undefined]);
+          if (wholeBefore?.whole) {
+            const left = (whole.overlays ?? []).find((o) => o.file === wholeBefore.whole);
+            const deltaHeld = new Set([...wholeBefore.majorOrganizations ?? [], ...wholeBefore.deltaOrganizations ?? []]);
+            const overlaid = new Set((wholeBefore.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
+            const untouched = (wholeBefore.wholeOrganizations ?? []).filter((o) => !deltaHeld.has(o) && !overlaid.has(o) && wholeBefore.organizationKeys?.[o] !== undefined);
+            expect(Object.keys(left?.organizations ?? {}).sort(), `${step.name}: the earlier whole layer left in place`).to.deep.equal(untouched.sort());
+            expect(whole.wholeOrganizations, `${step.name}: the new whole layer holds what the deltas held`).to.deep.equal([...deltaHeld].sort());
+            if (left) forms.add('an earlier whole layer left in place');
+          }
           // A follower killed after the switch but before the replaced layers went: the next idle pass, with
           // nothing to compact, removes them.
           const dir = snapshotPath(viaBatches, whole.id);

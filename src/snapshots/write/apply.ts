@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, type HiddenRows, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, isWholeFile, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch, type SourceState } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -88,13 +88,17 @@ export const FOLD_BATCH_WORKSPACES = 500;
  */
 export const FOLD_BYTES = 64 * 2 ** 20;
 
-/** The overlays of `current` whose organizations the next batch's overlay takes in (MAX_OVERLAYS). */
+/**
+ * The overlays of `current` whose organizations the next batch's overlay takes in (MAX_OVERLAYS). Never a layer
+ * a compaction wrote and a later one left in place (whole-layer.ts): those are compactions' to rewrite, and a
+ * batch would copy hundreds of thousands of rows.
+ */
 export function overlaysToMerge(current: Manifest, maxOverlays = MAX_OVERLAYS): OverlayEntry[] {
   const overlays = current.overlays ?? [];
   if (overlays.length < maxOverlays) return [];
   const rows = (o: OverlayEntry) => Object.keys(o.organizations)
     .reduce((a, org) => a + (current.organizationRows?.workspaces?.[org] ?? 0) + (current.organizationRows?.resources?.[org] ?? 0), 0);
-  return [...overlays].sort((a, b) => rows(a) - rows(b)).slice(0, Math.ceil(overlays.length / 2));
+  return overlays.filter((o) => !isWholeFile(o.file)).sort((a, b) => rows(a) - rows(b)).slice(0, Math.ceil(overlays.length / 2));
 }
 
 /** The workspaces a batch directory upserts or deletes: its workspace lines and its workspace deletions. */

@@ -8,6 +8,14 @@
 // The snapshot stays the same snapshot (same id, same answers); only its manifest names other files, as a
 // history compaction does (compact.ts).
 //
+// A compaction costs what changed since the last one, not everything ever compacted: the organizations the
+// deltas hold are always written, and each layer an earlier compaction wrote (the whole layer, and those kept
+// among the overlays) is written again with them only while it holds no more rows than the compaction writes
+// besides it (planCompaction). A larger one stays where it lies, the current copy of its organizations as an
+// overlay is, so that an organization is rewritten about once each time the rows written around it double
+// (size-tiered, as LSM engines merge runs of like size), not at every compaction: without that, the whole layer
+// grew with every organization touched since the load and each compaction copied it again.
+//
 // Batches need not wait for it: when batches made other snapshots current while it ran, the new whole layer
 // goes under the current snapshot's deltas instead (rebased). Every delta is cumulative over the layers
 // below it as they were when it was written, and the new whole layer holds each of its organizations as
@@ -19,9 +27,9 @@ import { join } from 'node:path';
 import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  continuesLine, isTidyFile, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  continuesLine, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
-import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest } from '../snapshot-dir.js';
+import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
 import { writeWholeViews } from './whole-views.js';
@@ -35,6 +43,11 @@ export interface WholeLayerOptions {
   threads?: number;
   /** Awaited once the whole layer is written, before the switch: the suite applies batches there. */
   beforeSwitch?: () => Promise<void>;
+  /**
+   * How much larger than what it writes besides it an earlier compaction's layer may be and still be written
+   * again (planCompaction; 1). The suite sets 0, to leave every earlier one in place, and Infinity, to take each in.
+   */
+  tier?: number;
   /** Called once there is something to compact, before the writing starts: the snapshot and how many organizations it holds whole. */
   onStart?: (id: string, organizations: number) => void;
 }
@@ -46,6 +59,53 @@ export interface WholeLayerResult {
   seconds: number;
   /** The snapshot the whole layer went under, when batches made another current meanwhile. */
   rebasedOnto?: string;
+  /** Organizations left where an earlier compaction wrote them (planCompaction). */
+  kept: number;
+}
+
+/** The organizations a compaction writes, and the layers an earlier compaction wrote that it leaves in place. */
+export interface CompactionPlan {
+  /** Every organization the new whole layer holds: those the deltas hold, and those of the layers rewritten. */
+  held: string[];
+  /** Of those, the ones an overlay entry held (a kept layer rewritten now), with the key it knew each by. */
+  fromOverlays: Record<string, number>;
+  /** The files of earlier compactions whose organizations the new layer takes in (the whole layer's among them). */
+  rewritten: string[];
+  /** The current whole layer as an overlay entry when it stays in place: its organizations no delta holds. */
+  demoted: OverlayEntry | null;
+}
+
+/**
+ * What a compaction of `m` writes (whole-layer.ts, above): the organizations its deltas hold, and the layers an
+ * earlier compaction wrote (the whole layer's organizations no overlay or delta holds, and each kept one among
+ * the overlays) taken smallest first while each holds no more rows than `tier` times what the compaction writes
+ * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources.
+ */
+export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1 }: { keptLayers?: number; tier?: number } = {}): CompactionPlan {
+  const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
+  const deltaHeld = new Set([...(m.major ? m.majorOrganizations ?? [] : []), ...(m.delta ? m.deltaOrganizations ?? [] : [])]);
+  const overlaid = new Set((m.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
+  const keys = m.organizationKeys ?? {};
+  const live = (organizations: Record<string, number>) => Object.fromEntries(Object.entries(organizations).filter(([o]) => !deltaHeld.has(o)));
+  const layers = [
+    ...(m.whole ? [{ file: m.whole, id: m.wholeId ?? m.id, overlay: false, organizations: live(Object.fromEntries((m.wholeOrganizations ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined).map((o) => [o, keys[o]!]))) }] : []),
+    ...(m.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => ({ file: o.file, id: o.id, overlay: true, organizations: live(o.organizations) })),
+  ].map((l) => ({ ...l, rows: Object.keys(l.organizations).reduce((a, o) => a + size(o), 0) }))
+    .sort((a, b) => a.rows - b.rows || (a.file < b.file ? -1 : 1));
+  let written = [...deltaHeld].reduce((a, o) => a + size(o), 0);
+  const taken: typeof layers = [];
+  for (const [i, l] of layers.entries()) {
+    if (l.rows > written * tier && layers.length - i <= keptLayers) break;
+    taken.push(l);
+    written += l.rows;
+  }
+  const current = layers.find((l) => !l.overlay && !taken.includes(l));
+  return {
+    held: [...new Set([...deltaHeld, ...taken.flatMap((l) => Object.keys(l.organizations))])].sort(),
+    fromOverlays: Object.assign({}, ...taken.filter((l) => l.overlay).map((l) => l.organizations)),
+    rewritten: taken.map((l) => l.file),
+    demoted: current && Object.keys(current.organizations).length > 0 ? { file: current.file, id: current.id, organizations: current.organizations } : null,
+  };
 }
 
 /** The snapshot has deltas: compacting them changes how its touched organizations' pages read. */
@@ -73,18 +133,19 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const scratch = join(root, `.whole-${process.pid}-tmp`);
   // What a compaction killed midway left (one follower compacts a data directory at a time).
   for (const name of await fs.readdir(root)) if (name.startsWith('.whole-')) await fs.rm(join(root, name), { recursive: true, force: true });
-  // The organizations the deltas hold, and those of the whole layer that no overlay holds since: an
-  // organization an overlay alone holds is whole already (delta-layout.ts).
+  // The organizations the deltas hold, and those of the earlier compactions' layers it rewrites (planCompaction):
+  // an organization an overlay alone holds is whole already (delta-layout.ts).
   const deltaHeld = new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])]);
   const overlaid = new Map((current.overlays ?? []).flatMap((o) => Object.entries(o.organizations)));
-  const held = [...new Set([...(current.wholeOrganizations ?? []).filter((o) => !overlaid.has(o)), ...deltaHeld])].sort();
+  const plan = planCompaction(current, { tier: opts.tier });
+  const held = plan.held;
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
   const keys = held.map((o) => current.organizationKeys?.[o]).filter((k): k is number => k !== undefined);
   const keyList = keys.map((k) => Math.trunc(k)).join(', ') || 'NULL';
   const names = held.map(sqlLiteral).join(', ') || 'NULL';
   // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
   // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
-  const unOverlaid = [...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => Math.trunc(k));
+  const unOverlaid = [...[...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => k), ...Object.values(plan.fromOverlays)].map((k) => Math.trunc(k));
   opts.onStart?.(id, held.length);
   await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '2GB', signal: opts.signal }, async ({ db, run, all }) => {
     const layers = await attachLayers(run, layerPaths(dir, current));
@@ -146,8 +207,14 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // current copy, not even one a batch carried theirs into meanwhile (no batch writes whole an organization
     // a delta holds, so that copy is the one under the deltas). An organization of the old whole layer a batch
     // wrote into an overlay meanwhile reads that newer copy still.
-    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !deltaHeld.has(org))) }));
-    const keptOverlays = overlays.filter((o) => Object.keys(o.organizations).length > 0);
+    // A kept layer of an earlier compaction that this one rewrote is no one's current copy any more; an
+    // organization a batch wrote into its own overlay meanwhile reads that newer copy still.
+    const rewritten = new Set(plan.rewritten);
+    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !deltaHeld.has(org) && !(rewritten.has(o.file) && isWholeFile(o.file)))) }));
+    // The whole layer it leaves in place: the current copy of its organizations that no batch since wrote into an overlay.
+    const ontoOverlaid = new Set(overlays.flatMap((o) => Object.keys(o.organizations)));
+    const demoted = plan.demoted && { ...plan.demoted, organizations: Object.fromEntries(Object.entries(plan.demoted.organizations).filter(([org]) => !ontoOverlaid.has(org))) };
+    const keptOverlays = [...(demoted ? [demoted] : []), ...overlays].filter((o) => Object.keys(o.organizations).length > 0);
     const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
     for (const name of [kept.major, kept.delta, ...keptOverlays.map((o) => o.file)]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
     const used = Object.fromEntries([kept.major, kept.delta].flatMap((name) => (name && usedBytes?.[name] !== undefined ? [[name, usedBytes[name]!]] : [])));
@@ -157,11 +224,12 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
     await writeCurrentId(dataDir, onto.id);
     // The replaced layers' links in its directory (other snapshots keep their own; servers their pins).
-    const goneOverlays = overlays.filter((o) => Object.keys(o.organizations).length === 0).map((o) => o.file);
-    for (const name of [onto.whole, keepMajor ? undefined : major, keepDelta ? undefined : delta, ...goneOverlays]) {
-      if (name && name !== file) await fs.rm(join(ontoDir, name), { force: true });
+    const named = new Set(keptOverlays.map((o) => o.file));
+    for (const name of [onto.whole, keepMajor ? undefined : major, keepDelta ? undefined : delta, ...overlays.map((o) => o.file)]) {
+      if (name && name !== file && !named.has(name)) await fs.rm(join(ontoDir, name), { force: true });
     }
-    return { id, organizations: held.length, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
+    const left = keptOverlays.filter((o) => isWholeFile(o.file)).reduce((a, o) => a + Object.keys(o.organizations).length, 0);
+    return { id, organizations: held.length, kept: left, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
   } finally {
     await unlock();
   }

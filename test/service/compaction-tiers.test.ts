@@ -1,0 +1,113 @@
+// A compaction costs what changed since the last one (whole-layer.ts planCompaction): it writes the
+// organizations the deltas hold, and leaves an earlier whole layer larger than that where it lies, the current
+// copy of its organizations among the overlays, until a later compaction takes it in. Each step compares every
+// organization's routes with a full load of the same source, and checks where each organization lies.
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeSample } from '../../src/sample/sample.js';
+import { type RunningServer } from '../../src/server.js';
+import { isWholeFile } from '../../src/snapshots/delta-layout.js';
+import { readCurrentId, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
+import { applyBatch } from '../../src/snapshots/write/apply.js';
+import { loadSnapshot } from '../../src/snapshots/write/load.js';
+import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
+import { applyBatch as oracle } from '../helpers/batch-oracle.js';
+import { comparableAnswer, comparedRoutes } from '../helpers/compare-routes.js';
+import { readRows as read, writeRows as write } from '../helpers/ndjson.js';
+import { twinServers } from '../helpers/twin-servers.js';
+
+const ROW_FILES = ['workspace_providers', 'workspace_modules', 'workspace_resources'];
+
+/** A batch over `source` that renames two of `org`'s workspaces. */
+function writeBatch(source: string, out: string, org: string, round: number): void {
+  const workspaces = read(source, 'workspaces').filter((w) => w.organization === org).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const picked = [workspaces[round % workspaces.length]!, workspaces[(round + 3) % workspaces.length]!];
+  mkdirSync(out, { recursive: true });
+  write(out, 'workspaces', picked.map((w) => ({ ...w, name: `r${round}-${w.name}` })));
+  for (const file of ROW_FILES) write(out, file, read(source, file).filter((r) => picked.some((w) => w.id === r.workspace_id)));
+}
+
+describe('compaction by tiers: an earlier whole layer left where it lies', function () {
+  this.timeout(300_000);
+  let dir: string;
+  const servers: RunningServer[] = [];
+  before(() => { dir = mkdtempSync(join(tmpdir(), 'explorer-compaction-tiers-')); });
+  after(async () => {
+    await Promise.all(servers.map((s) => s.shutdown()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes what the deltas hold, keeps the larger earlier layer in place, then takes it in, answering as a full load throughout', async () => {
+    const s0 = join(dir, 's0');
+    await writeSample(s0, { organizations: 4, workspaces: 120, seed: 17 });
+    const counts = new Map<string, number>();
+    for (const w of read(s0, 'workspaces')) counts.set(w.organization, (counts.get(w.organization) ?? 0) + 1);
+    const byCount = [...counts].sort((a, b) => b[1] - a[1]).map(([o]) => o);
+    const [large, small] = [byCount[0]!, byCount.at(-1)!];
+    const viaBatches = join(dir, 'via-batches');
+    const viaLoads = join(dir, 'via-loads');
+    await loadSnapshot(s0, { dataDir: viaBatches, memoryLimit: '1GB', label: 'base' });
+    await loadSnapshot(s0, { dataDir: viaLoads, memoryLimit: '1GB', label: 'base' });
+    const { a, b, tokens } = await twinServers(viaBatches, viaLoads, byCount, 'compaction tiers');
+    servers.push(a, b);
+
+    let state = s0;
+    const current = async () => readManifest(viaBatches, (await readCurrentId(viaBatches))!);
+    const step = async (n: number, org: string) => {
+      const batch = join(dir, `batch-${n}`);
+      writeBatch(state, batch, org, n);
+      const next = join(dir, `s${n}`);
+      oracle(state, batch, next);
+      state = next;
+      await applyBatch(batch, { dataDir: viaBatches, memoryLimit: '1GB', label: `batch-${n}` });
+      await loadSnapshot(state, { dataDir: viaLoads, memoryLimit: '1GB', label: `loaded-${n}` });
+      await compare(`batch ${n} (${org === large ? 'the large organization' : 'the small one'})`);
+    };
+    const compact = async (label: string) => {
+      const done = await compactLayers(viaBatches, { memoryLimit: '1GB' });
+      expect(done, `${label}: compacted`).to.not.equal(null);
+      await compare(`${label}, compacted`);
+      return { done: done!, manifest: await current() };
+    };
+    const kept = (m: Manifest) => (m.overlays ?? []).filter((o) => isWholeFile(o.file));
+
+    // The large organization changed and compacted: the whole layer holds it.
+    await step(1, large);
+    const first = await compact('first compaction');
+    expect(first.manifest.wholeOrganizations).to.deep.equal([large]);
+
+    // Then only the small one: the next compaction writes it alone, and the large organization's layer stays
+    // where it is, its current copy, as an overlay would be.
+    await step(2, small);
+    const second = await compact('second compaction');
+    expect(second.manifest.wholeOrganizations, 'the new whole layer holds what the deltas held').to.deep.equal([small]);
+    expect(kept(second.manifest), 'the earlier whole layer kept').to.deep.equal([{ file: first.manifest.whole, id: first.manifest.wholeId, organizations: { [large]: first.manifest.organizationKeys![large] } }]);
+    expect(second.done.kept).to.equal(1);
+    expect(second.manifest.sizes?.[first.manifest.whole!], 'its size recorded').to.be.above(0);
+
+    // A batch over the kept layer reads it as the organization's lowest layer.
+    await step(3, large);
+    expect((await current()).hidden?.[large]?.lowest).to.equal(first.manifest.whole);
+
+    // The large organization in the deltas again: the kept layer holds nothing of its own any more and goes;
+    // the small one's layer, no larger than what is written, is taken in with it.
+    const third = await compact('third compaction');
+    expect(third.manifest.wholeOrganizations).to.deep.equal([large, small].sort());
+    expect(kept(third.manifest)).to.deep.equal([]);
+    expect(third.done.kept).to.equal(0);
+
+    /** Every organization's routes on both servers, the same answers. */
+    async function compare(label: string): Promise<void> {
+      await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
+      for (const org of byCount) {
+        for (const path of comparedRoutes(org)) {
+          const [p, r] = await Promise.all([comparableAnswer(a, path, tokens.get(org)), comparableAnswer(b, path, tokens.get(org))]);
+          expect(p.status, `${label}: ${path}`).to.equal(200);
+          expect(p, `${label}: ${path}`).to.deep.equal(r);
+        }
+      }
+    }
+  });
+});

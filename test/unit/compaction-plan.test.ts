@@ -1,0 +1,83 @@
+// What a compaction writes, without a database (whole-layer.ts planCompaction): the organizations the deltas
+// hold always, an earlier compaction's layer only while it is no larger than what is written besides it, so
+// that a compaction costs what changed since the last one rather than everything ever compacted.
+import { expect } from 'chai';
+import type { Manifest, OverlayEntry } from '../../src/snapshots/snapshot-dir.js';
+import { overlaysToMerge } from '../../src/snapshots/write/apply.js';
+import { planCompaction } from '../../src/snapshots/write/whole-layer.js';
+
+/** A snapshot whose organizations have these workspace rows (and no resources), keys numbered in order. */
+function snapshot(rows: Record<string, number>, layout: Partial<Manifest>): Manifest {
+  return {
+    id: 's9', createdAt: '2026-11-30T00:00:00.000Z', source: 'x', counts: {}, files: {}, rows: {},
+    organizationRows: { workspaces: rows, resources: {} },
+    organizationKeys: Object.fromEntries(Object.keys(rows).map((o, i) => [o, i + 1])),
+    ...layout,
+  };
+}
+
+const kept = (file: string, organizations: Record<string, number>): OverlayEntry => ({ file, id: 's1', organizations });
+
+describe('compaction: what it writes', () => {
+  it('writes what the deltas hold, and the whole layer\'s organizations with it while they are no larger', () => {
+    const m = snapshot({ a: 100, b: 50, c: 30 }, { delta: 'delta.duckdb', deltaOrganizations: ['a'], whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b', 'c'] });
+    const plan = planCompaction(m);
+    expect(plan.held).to.deep.equal(['a', 'b', 'c']);
+    expect(plan.rewritten).to.deep.equal(['whole-3.duckdb']);
+    expect(plan.demoted).to.equal(null);
+  });
+
+  it('leaves a larger whole layer where it lies, the current copy of its organizations no delta holds', () => {
+    const m = snapshot({ a: 100, b: 500, c: 300, d: 20 }, {
+      major: 'major.duckdb', majorOrganizations: ['a'], delta: 'delta.duckdb', deltaOrganizations: ['c'],
+      whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b', 'c', 'd'], overlays: [{ file: 'overlay-5.duckdb', id: 's5', organizations: { d: 4 } }],
+    });
+    const plan = planCompaction(m);
+    // c is the deltas' (written); d an overlay's (not the whole layer's to give); b, 500 rows, outweighs a and c's 400.
+    expect(plan.held).to.deep.equal(['a', 'c']);
+    expect(plan.rewritten).to.deep.equal([]);
+    expect(plan.demoted).to.deep.equal({ file: 'whole-3.duckdb', id: 's3', organizations: { b: 2 } });
+  });
+
+  it('takes in the layers earlier compactions left, smallest first, while each is no larger than what is written by then', () => {
+    const m = snapshot({ a: 100, b: 90, c: 200, d: 1000 }, {
+      delta: 'delta.duckdb', deltaOrganizations: ['a'], whole: 'whole-9.duckdb', wholeId: 's9', wholeOrganizations: ['c'],
+      overlays: [kept('whole-1.duckdb', { d: 4 }), kept('whole-5.duckdb', { b: 2 })],
+    });
+    const plan = planCompaction(m);
+    // b (90 ≤ 100), then the whole layer's c (200 ≤ 190? no): c stays, and d, larger still.
+    expect(plan.rewritten).to.deep.equal(['whole-5.duckdb']);
+    expect(plan.held).to.deep.equal(['a', 'b']);
+    expect(plan.fromOverlays).to.deep.equal({ b: 2 });
+    expect(plan.demoted).to.deep.equal({ file: 'whole-9.duckdb', id: 's9', organizations: { c: 3 } });
+  });
+
+  it('keeps at most so many earlier layers, taking in the smallest past that whatever their size', () => {
+    const m = snapshot({ a: 1, b: 10, c: 20, d: 30 }, {
+      delta: 'delta.duckdb', deltaOrganizations: ['a'], overlays: [kept('whole-1.duckdb', { b: 2 }), kept('whole-2.duckdb', { c: 3 }), kept('whole-3.duckdb', { d: 4 })],
+    });
+    expect(planCompaction(m, { keptLayers: 2 }).rewritten).to.deep.equal(['whole-1.duckdb']);
+    expect(planCompaction(m, { keptLayers: 3 }).rewritten).to.deep.equal([]);
+  });
+
+  it('with a tier of 0 leaves every earlier layer in place, with Infinity takes every one in', () => {
+    const m = snapshot({ a: 100, b: 5 }, { delta: 'delta.duckdb', deltaOrganizations: ['a'], whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'] });
+    expect(planCompaction(m, { tier: 0 }).demoted?.organizations).to.deep.equal({ b: 2 });
+    const big = snapshot({ a: 1, b: 5000 }, { delta: 'delta.duckdb', deltaOrganizations: ['a'], whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'] });
+    expect(planCompaction(big, { tier: Infinity }).held).to.deep.equal(['a', 'b']);
+  });
+
+  it('rewrites a whole layer whose every organization the deltas hold, leaving no empty layer behind', () => {
+    const m = snapshot({ a: 10, b: 5000 }, { delta: 'delta.duckdb', deltaOrganizations: ['a', 'b'], whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'] });
+    const plan = planCompaction(m);
+    expect(plan.demoted).to.equal(null);
+    expect(plan.rewritten).to.deep.equal(['whole-3.duckdb']);
+  });
+
+  it('is never merged by a batch\'s overlay: a batch takes in only the overlays batches and tidying wrote', () => {
+    const m = snapshot({ a: 1, b: 2, c: 3, d: 4 }, {
+      overlays: [kept('whole-1.duckdb', { a: 1 }), kept('overlay-2.duckdb', { b: 2 }), kept('whole-3.duckdb', { c: 3 }), kept('overlay-4-tidy.duckdb', { d: 4 })],
+    });
+    expect(overlaysToMerge(m, 4).map((o) => o.file)).to.deep.equal(['overlay-2.duckdb', 'overlay-4-tidy.duckdb']);
+  });
+});
