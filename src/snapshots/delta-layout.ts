@@ -128,8 +128,9 @@ export const COALESCE_MAX_MS = 5_000;
 
 /**
  * Overlays a snapshot keeps. A batch that finds this many makes its own overlay take in the organizations of
- * the smaller half of them (by rows), so that an organization is copied again a few times over its life
- * rather than every batch, and a snapshot has at most this many overlays plus one.
+ * the smaller half of them (by rows) among those batches and tidying wrote, so that an organization is copied
+ * again a few times over its life rather than every batch, and a snapshot has at most this many overlays plus
+ * one, the kept layers of compactions (KEPT_WHOLE_LAYERS) among them or besides.
  */
 export const MAX_OVERLAYS = 8;
 /**

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import type { Manifest, OverlayEntry } from '../../src/snapshots/snapshot-dir.js';
 import { overlaysToMerge } from '../../src/snapshots/write/apply.js';
 import { planCompaction } from '../../src/snapshots/write/whole-layer.js';
+import { writeParts } from '../../src/snapshots/write/whole-views.js';
 
 /** A snapshot whose organizations have these workspace rows (and no resources), keys numbered in order. */
 function snapshot(rows: Record<string, number>, layout: Partial<Manifest>): Manifest {
@@ -79,5 +80,20 @@ describe('compaction: what it writes', () => {
       overlays: [kept('whole-1.duckdb', { a: 1 }), kept('overlay-2.duckdb', { b: 2 }), kept('whole-3.duckdb', { c: 3 }), kept('overlay-4-tidy.duckdb', { d: 4 })],
     });
     expect(overlaysToMerge(m, 4).map((o) => o.file)).to.deep.equal(['overlay-2.duckdb', 'overlay-4-tidy.duckdb']);
+  });
+});
+
+describe('compaction: the parts its views are sorted in', () => {
+  it('groups organizations of consecutive keys up to the bound, a larger one alone, in key order', () => {
+    const rows: Record<string, number> = { a: 300, b: 500, big: 5000, c: 100, d: 700 };
+    const keys = { d: 9, a: 1, big: 4, b: 2, c: 7 };
+    expect(writeParts(keys, (o) => rows[o]!, 1000)).to.deep.equal([
+      't."_org_key" BETWEEN 1 AND 2', 't."_org_key" BETWEEN 4 AND 4', 't."_org_key" BETWEEN 7 AND 9',
+    ]);
+  });
+
+  it('is one part while everything fits, and none for no organization', () => {
+    expect(writeParts({ a: 1, b: 2 }, () => 10, 1000)).to.deep.equal(['t."_org_key" BETWEEN 1 AND 2']);
+    expect(writeParts({}, () => 10, 1000)).to.deep.equal([]);
   });
 });

@@ -32,7 +32,7 @@ import {
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
-import { writeWholeViews } from './whole-views.js';
+import { writeParts, writeWholeViews } from './whole-views.js';
 
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 
@@ -48,6 +48,8 @@ export interface WholeLayerOptions {
    * again (planCompaction; 1). The suite sets 0, to leave every earlier one in place, and Infinity, to take each in.
    */
   tier?: number;
+  /** The rows a part of the layer's views holds at most (whole-views.ts writeParts); the suite sets a few. */
+  partRows?: number;
   /** Called once there is something to compact, before the writing starts: the snapshot and how many organizations it holds whole. */
   onStart?: (id: string, organizations: number) => void;
 }
@@ -155,7 +157,10 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
     if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
     const rows = (view: string) => `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers.stack, view) : mergedGroupedRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList}))`;
-    const written = await writeWholeViews({ db, run, all, out: 'out', rows, first, positions: WHOLE_POSITIONS, layout: current });
+    const heldKeys = Object.fromEntries(held.flatMap((o) => (current.organizationKeys?.[o] === undefined ? [] : [[o, current.organizationKeys[o]!]])));
+    const rowsOf = (o: string) => Math.max(...VIEW_NAMES.map((v) => current.organizationRows?.[v]?.[o] ?? 0));
+    const parts = writeParts(heldKeys, rowsOf, opts.partRows);
+    const written = await writeWholeViews({ db, run, all, out: 'out', rows, first, positions: WHOLE_POSITIONS, layout: current, parts });
     for (const view of VIEW_NAMES) {
       // Checked: a wrong count is a wrong answer for some organization.
       const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
