@@ -211,9 +211,8 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // The whole layer now holds the organizations the deltas held over an overlay copy: no overlay stays their
     // current copy, not even one a batch carried theirs into meanwhile (no batch writes whole an organization
     // a delta holds, so that copy is the one under the deltas). An organization of the old whole layer a batch
-    // wrote into an overlay meanwhile reads that newer copy still.
-    // A kept layer of an earlier compaction that this one rewrote is no one's current copy any more; an
-    // organization a batch wrote into its own overlay meanwhile reads that newer copy still.
+    // wrote into an overlay meanwhile reads that newer copy still, and so does one of a kept layer this
+    // compaction rewrote, which is otherwise no one's current copy any more.
     const rewritten = new Set(plan.rewritten);
     const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !deltaHeld.has(org) && !(rewritten.has(o.file) && isWholeFile(o.file)))) }));
     // The whole layer it leaves in place: the current copy of its organizations that no batch since wrote into an overlay.
