@@ -309,6 +309,13 @@ export interface HiddenRows {
 /** Runs of replaced positions an organization's page may leave out as constants (HiddenRows). */
 export const HIDDEN_RANGES = 256;
 
+/**
+ * An organization's rows of workspaces and resources, as the manifest counts them: the size by which
+ * organizations are lifted, written whole, tidied, merged and compacted.
+ */
+export const organizationSize = (m: Pick<Manifest, 'organizationRows'>, organization: string) =>
+  (m.organizationRows?.workspaces?.[organization] ?? 0) + (m.organizationRows?.resources?.[organization] ?? 0);
+
 /** The file of an organization's lowest layer: its overlay, else the whole layer if it holds it, else the base. */
 export function lowestFile(manifest: Pick<Manifest, 'overlays' | 'whole' | 'wholeOrganizations' | 'database'>, organization: string): string | undefined {
   const overlay = manifest.overlays?.find((o) => o.organizations[organization] !== undefined);

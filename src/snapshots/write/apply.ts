@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, type HiddenRows, isWholeFile, lowestFile, MAJOR_FILE, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, isWholeFile, lowestFile, MAJOR_FILE, organizationSize, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch, type SourceState } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -97,7 +97,7 @@ export function overlaysToMerge(current: Manifest, maxOverlays = MAX_OVERLAYS): 
   const overlays = current.overlays ?? [];
   if (overlays.length < maxOverlays) return [];
   const rows = (o: OverlayEntry) => Object.keys(o.organizations)
-    .reduce((a, org) => a + (current.organizationRows?.workspaces?.[org] ?? 0) + (current.organizationRows?.resources?.[org] ?? 0), 0);
+    .reduce((a, org) => a + organizationSize(current, org), 0);
   return overlays.filter((o) => !isWholeFile(o.file)).sort((a, b) => rows(a) - rows(b)).slice(0, Math.ceil(overlays.length / 2));
 }
 

@@ -12,7 +12,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, overlayHolding, partRows,
+  type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, organizationSize, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -418,7 +418,7 @@ async function findReplaced({ run, count }: Build): Promise<boolean> {
 async function liftFromOlder({ input, run, all, kept }: Build): Promise<Record<string, number>> {
   const { current } = input;
   const bound = input.liftRows ?? 0;
-  const size = (o: string) => (current.organizationRows?.workspaces?.[o] ?? 0) + (current.organizationRows?.resources?.[o] ?? 0);
+  const size = (o: string) => organizationSize(current, o);
   const older = new Set(kept ? current.majorOrganizations ?? [] : []);
   const deleted = new Set((await all('SELECT name FROM del_orgs')).map(([n]) => n as string));
   const lifted: Record<string, number> = {};
@@ -683,7 +683,7 @@ async function readTouched({ input, run, overlays, whole }: Build, touchedNames:
   const back = groupedSourceColumns().map((c) => ident(c.column));
   // Many rows (a batch that touches a large organization) are read again by each step rather than kept: kept,
   // they cost a 1,000-workspace batch a tenth more.
-  const rows = touchedNames.reduce((a, o) => a + (input.current.organizationRows?.workspaces?.[o] ?? 0) + (input.current.organizationRows?.resources?.[o] ?? 0), 0);
+  const rows = touchedNames.reduce((a, o) => a + organizationSize(input.current, o), 0);
   const kind = rows <= (input.touchedRead?.tableRows ?? TOUCHED_TABLE_ROWS) ? 'TABLE' : 'VIEW';
   await run([
     ...VIEW_NAMES.filter((v) => workspaceColumn(v)).map((view) => {

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  continuesLine, lowestFile, mergedState, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
@@ -76,7 +76,7 @@ export interface TidyResult {
  * those with more deltas, then of the smallest (cheapest to write). Deleted organizations are never taken.
  */
 export function tidyCandidates(m: Manifest, maxRows: number, reads: Readonly<Record<string, number>> = {}, replacedShare = 0, shareRows = TIDY_SHARE_ROWS): { name: string; rows: number; deltas: number; reads: number }[] {
-  const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
+  const size = (o: string) => organizationSize(m, o);
   const major = new Set(m.major ? m.majorOrganizations ?? [] : []);
   const minor = new Set(m.delta ? m.deltaOrganizations ?? [] : []);
   const replaced = (o: string) => {

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  continuesLine, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, mergedGroupedRows, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  continuesLine, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, mergedGroupedRows, organizationSize, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
@@ -84,7 +84,7 @@ export interface CompactionPlan {
  * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources.
  */
 export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1 }: { keptLayers?: number; tier?: number } = {}): CompactionPlan {
-  const size = (o: string) => (m.organizationRows?.workspaces?.[o] ?? 0) + (m.organizationRows?.resources?.[o] ?? 0);
+  const size = (o: string) => organizationSize(m, o);
   const deltaHeld = new Set([...(m.major ? m.majorOrganizations ?? [] : []), ...(m.delta ? m.deltaOrganizations ?? [] : [])]);
   const overlaid = new Set((m.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
   const keys = m.organizationKeys ?? {};
