@@ -6,7 +6,10 @@
 // they hold it. The layers under the deltas are:
 //   the base                the loaded snapshot's file
 //   the whole layer         `whole-<n>.duckdb`, written by the follower's compaction (write/whole-layer.ts):
-//                           the organizations the deltas held, each whole, in the base's layout
+//                           the organizations the deltas held, each whole, in the base's layout; and a large
+//                           organization read from the base (RUN_ROWS) whose changes replace little of it
+//                           (RUN_SHARE) as a run over the base: the rows of its workspaces changed since the
+//                           load, as a delta holds them, which the manifest lists apart (wholeRuns)
 //   overlays                `overlay-<n>.duckdb`, written by batches (write/delta.ts writeOverlay): a small organization
 //                           a batch touches (at most BATCH_WHOLE_ROWS rows; none by default) that no delta holds is written
 //                           whole into the batch's overlay, which the manifest then names as its current copy;
@@ -72,6 +75,18 @@ export const isWholeFile = (file: string) => /^whole-\d+\.duckdb$/.test(file);
  * among the overlays: past this many, the smallest are rewritten with the next compaction whatever their size.
  */
 export const KEPT_WHOLE_LAYERS = 4;
+/**
+ * An organization of more than this many rows of workspaces and resources that reads the base as its lowest
+ * layer is compacted as a run over the base (the whole layer holds its workspaces changed since the load, and
+ * lists the base positions they replace) while those replace at most RUN_SHARE of its workspaces: a
+ * compaction then costs what changed of it, not its every row. Written whole, the bench snapshot's largest
+ * organization (2.2 million rows) cost every compaction about 100 CPU-s, and every large batch of the
+ * stream touches it (docs/performance.md, "A large organization compacted as a run over the base").
+ */
+export const RUN_ROWS = 200_000;
+/** The share of its workspaces a run may replace before a compaction writes the organization whole (RUN_ROWS). */
+export const RUN_SHARE = 0.1;
+
 /**
  * A touched organization with at most this many rows of workspaces and resources after the batch, that no
  * delta holds, is written whole into the batch's overlay: it then reads one file as an untouched organization
@@ -301,9 +316,11 @@ export interface HiddenRows {
    * The delta whose file lists every one of those positions (hiddenTable): `delta` (the newer) or `major` (the
    * older). The batch that found them wrote them into the delta it wrote; a newer delta written over the current
    * one is a copy of its file and keeps the list, the older delta's file does not change, and a fold writes new
-   * files holding only its own organizations' lists, so the figures a fold carries lose it.
+   * files holding only its own organizations' lists, so the figures a fold carries lose it. `whole`: the whole
+   * layer, which lists those of the organizations it holds as runs over the base (RUN_ROWS) as it found them,
+   * until a batch touches one (and lists them, the run's among them, in its delta).
    */
-  positionsIn?: 'delta' | 'major';
+  positionsIn?: 'delta' | 'major' | 'whole';
 }
 
 /** Runs of replaced positions an organization's page may leave out as constants (HiddenRows). */
@@ -322,6 +339,39 @@ export function lowestFile(manifest: Pick<Manifest, 'overlays' | 'whole' | 'whol
   if (overlay) return overlay.file;
   if (manifest.whole && manifest.wholeOrganizations?.includes(organization)) return manifest.whole;
   return manifest.database;
+}
+
+/** The layers a snapshot's organization may read, as its reader names them (aliases, or anything else). */
+export interface LayerSet<T> {
+  base: T;
+  whole: T | null;
+  /** The overlay that is the organization's current copy, or null. */
+  overlayOf: (organization: string) => T | null;
+  major: T | null;
+  minor: T | null;
+  /** The manifest's lists: wholeOrganizations, wholeRuns, majorOrganizations, deltaOrganizations. */
+  wholeHolds: ReadonlySet<string>;
+  runHolds: ReadonlySet<string>;
+  majorHolds: ReadonlySet<string>;
+  minorHolds: ReadonlySet<string>;
+}
+
+/**
+ * The layers `organization` reads, lowest first (`stack`): its overlay, else the whole layer where that holds it
+ * whole, else the base and, where the whole layer holds it as a run, the whole layer over it; then each delta
+ * that holds it. `whole` is the file holding it whole when that is its lowest layer (an overlay or the whole
+ * layer), which it reads alone, as the base is read, when `stack` is that file alone. The newest layer of the
+ * stack holds its rows of the views grouped across workspaces.
+ */
+export function organizationLayers<T>(organization: string, s: LayerSet<T>): { stack: T[]; whole: T | null } {
+  const overlay = s.overlayOf(organization);
+  const whole = overlay ?? (s.whole !== null && s.wholeHolds.has(organization) ? s.whole : null);
+  const run = overlay === null && s.whole !== null && s.runHolds.has(organization);
+  return {
+    whole,
+    stack: [whole ?? s.base, ...(run ? [s.whole!] : []), ...(s.major !== null && s.majorHolds.has(organization) ? [s.major] : []),
+      ...(s.minor !== null && s.minorHolds.has(organization) ? [s.minor] : [])],
+  };
 }
 
 /** An overlay as the layers under the deltas read it: its alias and the organizations (name → key) it is the current copy of. */

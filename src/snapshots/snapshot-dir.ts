@@ -113,6 +113,11 @@ export interface Manifest {
   wholeId?: string;
   wholeOrganizations?: string[];
   /**
+   * The organizations the whole layer holds as runs over the base (delta-layout.ts RUN_ROWS): their base rows
+   * less those of the workspaces it replaces, then its rows of them. They read the base, then the whole layer.
+   */
+  wholeRuns?: string[];
+  /**
    * Files that hold organizations whole under the deltas other than the whole layer: written by batches and by
    * tidying (delta-layout.ts), or an earlier compaction's whole layer that a later one left in place
    * (write/whole-layer.ts planCompaction). Each with the snapshot that wrote it (later snapshots' files are

@@ -165,7 +165,10 @@ describe('change batches answer as a full load of the resulting source', functio
           // takes in every layer an earlier compaction left in place.
           let applied: Manifest | undefined;
           const keptBefore = (before.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => o.file);
-          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: Infinity, beforeSwitch: async () => { applied = (await apply()).manifest; } });
+          // Every large organization read from the base a run over it for one seed in two (its figures dropped
+          // where the batch's delta holds it), every one whole for the other.
+          const runs = seed % 2 === 1 ? { runRows: 0, runShare: 1 } : {};
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: Infinity, ...runs, beforeSwitch: async () => { applied = (await apply()).manifest; } });
           manifest = await readManifest(viaBatches, applied!.id);
           expect(compacted?.rebasedOnto, `${step.name}: compacted under the batch's snapshot`).to.equal(manifest.id);
           expect(manifest.whole).to.match(/^whole-\d+\.duckdb$/);
@@ -188,6 +191,7 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
+        if ((manifest.changedOrganizations ?? []).some((o) => before.wholeRuns?.includes(o))) forms.add('a batch over a run');
         // A fold over an organization a tidying unit's overlay holds whole under the deltas: its rows the unit
         // holds already are left out of the older delta (delta.ts settledRows).
         const heldBefore = new Set([...before.majorOrganizations ?? [], ...before.deltaOrganizations ?? []]);
@@ -240,8 +244,11 @@ describe('change batches answer as a full load of the resulting source', functio
         // leaves one in place on every run).
         if (i === 2 || i === 4) {
           const wholeBefore = before.whole === undefined ? null : await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
-          // Its views sorted and written in parts of a few rows each (whole-views.ts writeParts).
-          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: 0, partRows: i === 2 ? 100 : undefined });
+          // Its views sorted and written in parts of a few rows each (whole-views.ts writeParts). Every
+          // organization read from the base written as a run over it (delta-layout.ts RUN_ROWS) the first time,
+          // where a run would replace at most a third of it the second (the others whole).
+          const runs = i === 2 ? { runRows: 0, runShare: 1 } : { runRows: 0, runShare: 1 / 3 };
+          const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: 0, partRows: i === 2 ? 100 : undefined, ...runs });
           expect(compacted, `${step.name}: layers compacted`).to.not.equal(null);
           const whole = await readManifest(viaBatches, compacted!.id);
           expect(whole.whole).to.match(/^whole-\d+\.duckdb$/);
@@ -252,9 +259,14 @@ describe('change batches answer as a full load of the resulting source', functio
             const overlaid = new Set((wholeBefore.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
             const untouched = (wholeBefore.wholeOrganizations ?? []).filter((o) => !deltaHeld.has(o) && !overlaid.has(o) && wholeBefore.organizationKeys?.[o] !== undefined);
             expect(Object.keys(left?.organizations ?? {}).sort(), `${step.name}: the earlier whole layer left in place`).to.deep.equal(untouched.sort());
-            expect(whole.wholeOrganizations, `${step.name}: the new whole layer holds what the deltas held`).to.deep.equal([...deltaHeld].sort());
+            const runsBefore = (wholeBefore.wholeRuns ?? []).filter((o) => !overlaid.has(o) && wholeBefore.organizationKeys?.[o] !== undefined);
+            expect([...whole.wholeOrganizations ?? [], ...whole.wholeRuns ?? []].sort(), `${step.name}: the new whole layer holds what the deltas held, and the runs`)
+              .to.deep.equal([...new Set([...deltaHeld, ...runsBefore])].sort());
             if (left) forms.add('an earlier whole layer left in place');
+            if (runsBefore.some((o) => whole.wholeRuns?.includes(o))) forms.add('a run written again');
+            if (runsBefore.some((o) => whole.wholeOrganizations?.includes(o))) forms.add('a run written whole');
           }
+          if ((whole.wholeRuns ?? []).length > 0) forms.add('runs over the base');
           // A follower killed after the switch but before the replaced layers went: the next idle pass, with
           // nothing to compact, removes them.
           const dir = snapshotPath(viaBatches, whole.id);
@@ -270,6 +282,7 @@ describe('change batches answer as a full load of the resulting source', functio
       expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'tidied while a batch applied', 'lifted into the newer delta', 'newer delta changed in place', 'older delta changed in place']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
+      expect([...forms], [...forms].join(', ')).to.include.members(['runs over the base', 'a batch over a run']);
       // Every form of every route, of every organization, was compared at some point.
       expect(everAsked.size).to.equal([...everOrgs].flatMap((org) => routes(org).flat()).length);
 

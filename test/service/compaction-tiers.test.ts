@@ -1,7 +1,9 @@
 // A compaction costs what changed since the last one (whole-layer.ts planCompaction): it writes the
 // organizations the deltas hold, and leaves an earlier whole layer larger than that where it lies, the current
-// copy of its organizations among the overlays, until a later compaction takes it in. Each step compares every
-// organization's routes with a full load of the same source, and checks where each organization lies.
+// copy of its organizations among the overlays, until a later compaction takes it in; and it writes a large
+// organization read from the base as a run over it, while the run replaces little of it (delta-layout.ts
+// RUN_ROWS). Each step compares every organization's routes with a full load of the same source, and checks
+// where each organization lies.
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,7 @@ import { isWholeFile } from '../../src/snapshots/delta-layout.js';
 import { readCurrentId, readManifest, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
-import { compactLayers } from '../../src/snapshots/write/whole-layer.js';
+import { compactLayers, type WholeLayerOptions } from '../../src/snapshots/write/whole-layer.js';
 import { applyBatch as oracle } from '../helpers/batch-oracle.js';
 import { comparableAnswer, comparedRoutes } from '../helpers/compare-routes.js';
 import { readRows as read, writeRows as write } from '../helpers/ndjson.js';
@@ -29,7 +31,7 @@ function writeBatch(source: string, out: string, org: string, round: number): vo
   for (const file of ROW_FILES) write(out, file, read(source, file).filter((r) => picked.some((w) => w.id === r.workspace_id)));
 }
 
-describe('compaction by tiers: an earlier whole layer left where it lies', function () {
+describe('compaction: an earlier whole layer left where it lies, a large organization written as a run', function () {
   this.timeout(300_000);
   let dir: string;
   const servers: RunningServer[] = [];
@@ -39,39 +41,60 @@ describe('compaction by tiers: an earlier whole layer left where it lies', funct
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('writes what the deltas hold, keeps the larger earlier layer in place, then takes it in, answering as a full load throughout', async () => {
-    const s0 = join(dir, 's0');
+  /**
+   * A sample of four organizations loaded twice, one directory to take batches and compactions, the other full
+   * loads of the same sources, each served: `step` applies a batch that renames two of an organization's
+   * workspaces to the one and loads the result into the other, `compact` compacts the first, and each compares
+   * every organization's routes on both servers.
+   */
+  async function twins(name: string) {
+    const s0 = join(dir, `${name}-s0`);
     await writeSample(s0, { organizations: 4, workspaces: 120, seed: 17 });
     const counts = new Map<string, number>();
     for (const w of read(s0, 'workspaces')) counts.set(w.organization, (counts.get(w.organization) ?? 0) + 1);
     const byCount = [...counts].sort((a, b) => b[1] - a[1]).map(([o]) => o);
-    const [large, small] = [byCount[0]!, byCount.at(-1)!];
-    const viaBatches = join(dir, 'via-batches');
-    const viaLoads = join(dir, 'via-loads');
+    const viaBatches = join(dir, `${name}-via-batches`);
+    const viaLoads = join(dir, `${name}-via-loads`);
     await loadSnapshot(s0, { dataDir: viaBatches, memoryLimit: '1GB', label: 'base' });
     await loadSnapshot(s0, { dataDir: viaLoads, memoryLimit: '1GB', label: 'base' });
-    const { a, b, tokens } = await twinServers(viaBatches, viaLoads, byCount, 'compaction tiers');
+    const { a, b, tokens } = await twinServers(viaBatches, viaLoads, byCount, name);
     servers.push(a, b);
 
     let state = s0;
     const current = async () => readManifest(viaBatches, (await readCurrentId(viaBatches))!);
+    /** Every organization's routes on both servers, the same answers. */
+    const compare = async (label: string) => {
+      await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
+      for (const org of byCount) {
+        for (const path of comparedRoutes(org)) {
+          const [p, r] = await Promise.all([comparableAnswer(a, path, tokens.get(org)), comparableAnswer(b, path, tokens.get(org))]);
+          expect(p.status, `${label}: ${path}`).to.equal(200);
+          expect(p, `${label}: ${path}`).to.deep.equal(r);
+        }
+      }
+    };
     const step = async (n: number, org: string) => {
-      const batch = join(dir, `batch-${n}`);
+      const batch = join(dir, `${name}-batch-${n}`);
       writeBatch(state, batch, org, n);
-      const next = join(dir, `s${n}`);
+      const next = join(dir, `${name}-s${n}`);
       oracle(state, batch, next);
       state = next;
       await applyBatch(batch, { dataDir: viaBatches, memoryLimit: '1GB', label: `batch-${n}` });
       await loadSnapshot(state, { dataDir: viaLoads, memoryLimit: '1GB', label: `loaded-${n}` });
-      await compare(`batch ${n} (${org === large ? 'the large organization' : 'the small one'})`);
+      await compare(`batch ${n} (${org})`);
     };
-    const compact = async (label: string) => {
+    const compact = async (label: string, options: WholeLayerOptions = {}) => {
       // Each organization's rows sorted and written as a part of its own (whole-views.ts writeParts).
-      const done = await compactLayers(viaBatches, { memoryLimit: '1GB', partRows: 1 });
+      const done = await compactLayers(viaBatches, { memoryLimit: '1GB', partRows: 1, ...options });
       expect(done, `${label}: compacted`).to.not.equal(null);
       await compare(`${label}, compacted`);
       return { done: done!, manifest: await current() };
     };
+    return { large: byCount[0]!, small: byCount.at(-1)!, step, compact, current };
+  }
+
+  it('writes what the deltas hold, keeps the larger earlier layer in place, then takes it in, answering as a full load throughout', async () => {
+    const { large, small, step, compact, current } = await twins('tiers');
     const kept = (m: Manifest) => (m.overlays ?? []).filter((o) => isWholeFile(o.file));
 
     // The large organization changed and compacted: the whole layer holds it.
@@ -99,16 +122,43 @@ describe('compaction by tiers: an earlier whole layer left where it lies', funct
     expect(kept(third.manifest)).to.deep.equal([]);
     expect(third.done.kept).to.equal(0);
 
-    /** Every organization's routes on both servers, the same answers. */
-    async function compare(label: string): Promise<void> {
-      await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
-      for (const org of byCount) {
-        for (const path of comparedRoutes(org)) {
-          const [p, r] = await Promise.all([comparableAnswer(a, path, tokens.get(org)), comparableAnswer(b, path, tokens.get(org))]);
-          expect(p.status, `${label}: ${path}`).to.equal(200);
-          expect(p, `${label}: ${path}`).to.deep.equal(r);
-        }
-      }
-    }
+  });
+
+  it('writes a large organization read from the base as a run over it while the run replaces little of it, then whole', async () => {
+    const { large, small, step, compact, current } = await twins('runs');
+    // Any organization of more than one row is large here; a run may replace a tenth of its workspaces.
+    const runs: WholeLayerOptions = { runRows: 1, runShare: 0.1 };
+
+    // The large organization changed and compacted: the whole layer holds its two renamed workspaces as a
+    // run, and lists the base rows they replace.
+    await step(1, large);
+    const first = await compact('first compaction', runs);
+    expect(first.manifest.wholeRuns).to.deep.equal([large]);
+    expect(first.manifest.wholeOrganizations).to.deep.equal([]);
+    expect(first.done.runs).to.equal(1);
+    expect(first.manifest.hidden?.[large], 'its figures, listed by the whole layer').to.deep.include({ lowest: first.manifest.database, positionsIn: 'whole' });
+    expect(first.manifest.hidden?.[large]?.rows.workspaces).to.equal(2);
+
+    // A batch of another organization carries the run's figures; one of the large organization lists the
+    // run's rows with its own in its delta.
+    await step(2, small);
+    expect((await current()).hidden?.[large]?.positionsIn).to.equal('whole');
+    await step(3, large);
+    const touched = await current();
+    expect(touched.hidden?.[large]).to.deep.include({ lowest: first.manifest.database, positionsIn: 'delta' });
+    expect(touched.hidden?.[large]?.rows.workspaces, 'two renamed at the first batch, two at the third').to.equal(4);
+
+    // Compacted again: the run is written again with what the deltas hold of it, the small organization whole.
+    const second = await compact('second compaction', runs);
+    expect(second.manifest.wholeRuns).to.deep.equal([large]);
+    expect(second.manifest.wholeOrganizations).to.deep.equal([small]);
+    expect(second.manifest.hidden?.[large]).to.deep.include({ positionsIn: 'whole' });
+    expect(second.manifest.hidden?.[large]?.rows.workspaces).to.equal(4);
+
+    // Past its share, the run goes: the organization is written whole.
+    await step(4, large);
+    const third = await compact('third compaction', { runRows: 1, runShare: 0 });
+    expect(third.manifest.wholeRuns).to.equal(undefined);
+    expect(third.manifest.wholeOrganizations).to.deep.equal([large, small].sort());
   });
 });

@@ -28,6 +28,17 @@ describe('compaction: what it writes', () => {
     expect(plan.demoted).to.equal(null);
   });
 
+  it('writes again the runs the whole layer holds over the base, and never leaves them in place with it', () => {
+    const m = snapshot({ a: 100, b: 5_000, c: 300, d: 9_000 }, {
+      delta: 'delta.duckdb', deltaOrganizations: ['a'],
+      whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'], wholeRuns: ['c', 'd'], overlays: [{ file: 'overlay-5.duckdb', id: 's5', organizations: { d: 4 } }],
+    });
+    const plan = planCompaction(m);
+    // c is a run: written again though no delta holds it; d's run is hidden by its overlay; b (5,000 rows) stays.
+    expect(plan.held).to.deep.equal(['a', 'c']);
+    expect(plan.demoted).to.deep.equal({ file: 'whole-3.duckdb', id: 's3', organizations: { b: 2 } });
+  });
+
   it('leaves a larger whole layer where it lies, the current copy of its organizations no delta holds', () => {
     const m = snapshot({ a: 100, b: 500, c: 300, d: 20 }, {
       major: 'major.duckdb', majorOrganizations: ['a'], delta: 'delta.duckdb', deltaOrganizations: ['c'],

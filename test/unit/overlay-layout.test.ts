@@ -2,7 +2,7 @@
 // statements that read the layers under the deltas as one.
 import { expect } from 'chai';
 import { VIEW_NAMES } from '../../src/catalog/catalog.js';
-import { partRows, underStatements } from '../../src/snapshots/delta-layout.js';
+import { organizationLayers, partRows, underStatements } from '../../src/snapshots/delta-layout.js';
 import type { Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { overlaysToMerge } from '../../src/snapshots/write/apply.js';
 
@@ -61,5 +61,24 @@ describe('overlays: a batch reads each organization from its own part of the lay
     expect(sql).to.include('FROM f_base."workspaces" b ANTI JOIN (SELECT id FROM f_whole.replaced_workspaces WHERE _org_key = 4)');
     expect(sql).to.include('UNION ALL SELECT _org FROM f_whole."workspaces" WHERE _org_key = 4');
     expect(sql).to.not.include('overlay');
+  });
+});
+
+describe('layers: which an organization reads', () => {
+  const set = {
+    base: 'base', whole: 'whole', major: 'major', minor: 'minor', overlayOf: (o: string) => (o === 'o' ? 'overlay' : null),
+    wholeHolds: new Set(['w', 'wd']), runHolds: new Set(['r', 'o']), majorHolds: new Set(['wd', 'r', 'o']), minorHolds: new Set(['r', 'b']),
+  };
+  it('reads the file holding it whole alone where no delta holds it', () => {
+    expect(organizationLayers('w', set)).to.deep.equal({ stack: ['whole'], whole: 'whole' });
+    expect(organizationLayers('wd', set)).to.deep.equal({ stack: ['whole', 'major'], whole: 'whole' });
+  });
+  it('reads a run over the base between the base and the deltas, unless an overlay is its current copy', () => {
+    expect(organizationLayers('r', set)).to.deep.equal({ stack: ['base', 'whole', 'major', 'minor'], whole: null });
+    expect(organizationLayers('o', set)).to.deep.equal({ stack: ['overlay', 'major'], whole: 'overlay' });
+  });
+  it('reads the base and the deltas that hold it otherwise, and no run without a whole layer', () => {
+    expect(organizationLayers('b', set)).to.deep.equal({ stack: ['base', 'minor'], whole: null });
+    expect(organizationLayers('r', { ...set, whole: null })).to.deep.equal({ stack: ['base', 'major', 'minor'], whole: null });
   });
 });

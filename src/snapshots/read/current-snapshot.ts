@@ -9,7 +9,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { layeredRows, lowestFile, mergedViewRows, positionedViewRows, storedMerge } from '../delta-layout.js';
+import { layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -187,10 +187,11 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
   const minor = await layer(manifest.delta, id);
   const layers: Layers = {
     base: attachment?.alias ?? '', whole, overlays, major, minor,
-    wholeHolds: new Set(manifest.wholeOrganizations ?? []), majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
+    wholeHolds: new Set(manifest.wholeOrganizations ?? []), runHolds: new Set(manifest.wholeRuns ?? []),
+    majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
   };
-  const layered = (organization: string) =>
-    layers.overlays.has(organization) || layers.wholeHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization);
+  const layered = (organization: string) => layers.overlays.has(organization) || layers.wholeHolds.has(organization)
+    || layers.runHolds.has(organization) || layers.majorHolds.has(organization) || layers.minorHolds.has(organization);
   const organizations = new Set(access.organizations);
   // Read as it was when the files were pinned: a manifest replaced meanwhile may name other files.
   if ((await manifestStamp(dataDir, id)) !== stamp) throw new ChangedWhileOpening(`the manifest of ${id} changed while it was opened`);
@@ -253,14 +254,10 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
 function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest, layout: string): CompileTarget {
   const rows = manifest.organizationRows?.[view]?.[organization] ?? 0;
   const common = { organization, layout, organizationKey: manifest.organizationKeys?.[organization] ?? 0, organizationRows: rows, rowJson: true, listMembers: manifest.listMembers === true };
-  const quoted = (a: Attachment) => `"${a.alias}"`;
-  const overlay = layers.overlays.get(organization);
-  const wholeIn = overlay ?? (layers.whole !== null && layers.wholeHolds.has(organization) ? layers.whole : null);
-  const inMajor = layers.major !== null && layers.majorHolds.has(organization);
-  const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
+  const { stack, whole } = stackOf(organization, layers);
   const csvLines = manifest.csvLines?.[view];
-  if (wholeIn && !inMajor && !inMinor) {
-    const table = (name: string) => `${quoted(wholeIn)}.${ident(name)}`;
+  if (whole !== null && stack.length === 1) {
+    const table = (name: string) => `${whole}.${ident(name)}`;
     return {
       ...common, relation: table(view), csvLines, defaultOrderStored: csvLines !== undefined,
       rowid: ident(POSITION_COLUMN), ...(manifest.positions?.includes(view) ? { rowidIndexed: true } : {}),
@@ -268,15 +265,13 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     };
   }
   if (!workspaceColumn(view)) {
-    const holder = inMinor ? layers.minor! : inMajor ? layers.major! : wholeIn!;
-    return { ...common, relation: `${quoted(holder)}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
+    return { ...common, relation: `${stack[stack.length - 1]!}.${ident(view)}`, rowid: 'rowid', csvLines, defaultOrderStored: csvLines !== undefined };
   }
   // A layer that does not hold the organization has none of its rows and replaces none of its workspaces.
-  const stack = [wholeIn ? quoted(wholeIn) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
   const positions = positionsOf(manifest, layers, organization);
   return {
     ...common, rowid: ident(POSITION_COLUMN),
-    relation: positions ? positionedViewRows(stack, view, common.organizationKey, quoted(positions)) : mergedViewRows(stack, view, common.organizationKey),
+    relation: positions ? positionedViewRows(stack, view, common.organizationKey, `"${positions.alias}"`) : mergedViewRows(stack, view, common.organizationKey),
     fetchRelation: layeredRows(stack, view),
     // The lowest layer (the base, or the file holding the organization whole) stores its rows in the default order.
     ...(csvLines !== undefined ? { storedMerge: { ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view) } } : {}),
@@ -300,8 +295,17 @@ function hiddenOf(manifest: Manifest, organization: string, view: string): Pick<
 function positionsOf(manifest: Manifest, layers: Layers, organization: string): Attachment | null {
   const h = manifest.hidden?.[organization];
   if (!h?.positionsIn || h.lowest !== lowestFile(manifest, organization)) return null;
-  return h.positionsIn === 'major' ? layers.major : layers.minor;
+  return h.positionsIn === 'major' ? layers.major : h.positionsIn === 'whole' ? layers.whole : layers.minor;
 }
+
+/** The layers an organization reads (delta-layout.ts organizationLayers), as the workers' SQL names them. */
+const stackOf = (organization: string, layers: Layers) => {
+  const quoted = (a: Attachment | null) => (a === null ? null : `"${a.alias}"`);
+  return organizationLayers(organization, {
+    ...layers, base: `"${layers.base}"`, whole: quoted(layers.whole), major: quoted(layers.major), minor: quoted(layers.minor),
+    overlayOf: (o) => quoted(layers.overlays.get(o) ?? null),
+  });
+};
 
 interface AcrossParts {
   /** The target of an organization no layer holds: the base's table and how it is stored. */
@@ -390,14 +394,8 @@ function acrossTarget(view: string, reached: readonly string[], parts: AcrossPar
 
 /** The relation deltaTarget reads an organization a layer holds from, with every organization's rows in it. */
 function layeredRelation(view: string, organization: string, layers: Layers): string {
-  const quoted = (a: Attachment) => `"${a.alias}"`;
-  const overlay = layers.overlays.get(organization);
-  const wholeIn = overlay ?? (layers.whole !== null && layers.wholeHolds.has(organization) ? layers.whole : null);
-  const inMajor = layers.major !== null && layers.majorHolds.has(organization);
-  const inMinor = layers.minor !== null && layers.minorHolds.has(organization);
-  if (wholeIn && !inMajor && !inMinor) return `${quoted(wholeIn)}.${ident(view)}`;
-  if (!workspaceColumn(view)) return `${quoted(inMinor ? layers.minor! : inMajor ? layers.major! : wholeIn!)}.${ident(view)}`;
-  const stack = [wholeIn ? quoted(wholeIn) : `"${layers.base}"`, ...(inMajor ? [quoted(layers.major!)] : []), ...(inMinor ? [quoted(layers.minor!)] : [])];
+  const { stack } = stackOf(organization, layers);
+  if (stack.length === 1 || !workspaceColumn(view)) return `${stack[stack.length - 1]!}.${ident(view)}`;
   return mergedViewRows(stack, view, 'each');
 }
 
@@ -409,6 +407,7 @@ interface Layers {
   major: Attachment | null;
   minor: Attachment | null;
   wholeHolds: ReadonlySet<string>;
+  runHolds: ReadonlySet<string>;
   majorHolds: ReadonlySet<string>;
   minorHolds: ReadonlySet<string>;
 }

@@ -196,11 +196,12 @@ const COALESCED_DIR = 'coalesced-batch';
  * deltas still hold, each only while its lowest layer is the one it was found in.
  */
 function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>, fold: boolean): Record<string, HiddenRows> {
-  const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? []]);
+  // The whole layer's runs over the base (delta-layout.ts RUN_ROWS) hide base rows whether a delta holds them or not.
+  const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? [], ...manifest.wholeRuns ?? []]);
   // The older delta a fold writes keeps the lists of the organizations it touched alone (delta.ts findHidden):
-  // the figures it carries keep their counts and runs, not the list's place.
+  // the figures it carries keep their counts and runs, not the list's place (the whole layer's stays).
   const carried = Object.fromEntries(Object.entries(before ?? {}).map(([org, h]) => {
-    if (!fold) return [org, h];
+    if (!fold || h.positionsIn === 'whole') return [org, h];
     const { positionsIn: _, ...rest } = h;
     return [org, rest];
   }));
@@ -310,7 +311,7 @@ async function applyLocked(
     for (const o of overlays) await fs.link(join(currentDir, o.file), join(tmp, o.file));
     if (Object.keys(delta.overlaid).length > 0) overlays.push({ file: overlayFile(sequence), id, organizations: delta.overlaid });
     const layers: Partial<Manifest> = {
-      ...(current.whole ? { whole: current.whole, wholeId: current.wholeId, wholeOrganizations: current.wholeOrganizations } : {}),
+      ...(current.whole ? { whole: current.whole, wholeId: current.wholeId, wholeOrganizations: current.wholeOrganizations, ...(current.wholeRuns ? { wholeRuns: current.wholeRuns } : {}) } : {}),
       ...(fold
         ? { major: MAJOR_FILE, majorId: id, majorOrganizations: delta.held }
         : {

@@ -12,10 +12,11 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, HIDDEN_RANGES, hiddenTable, lowestFile, organizationSize, overlayHolding, partRows,
+  type OverlayPart, type HiddenRows, hiddenTable, lowestFile, organizationSize, overlayHolding, partRows,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
+import { countHidden } from './hidden-rows.js';
 import { attachLayers, createViewTable, fillVersionKeys, STORAGE_VERSION, type KeptLayers, type LayerPaths } from './build-steps.js';
 import type { WriterInstance } from './writer-instance.js';
 import { deletionsFile, type SourceState } from './batch-validator.js';
@@ -823,7 +824,7 @@ async function writeOverlay(b: Build, touched: string[], keys: Record<string, nu
  * of the workspaces the new delta replaces and, for a newer delta over an older one, the older one's, each
  * looked up by the organization's key as a reader looks them up.
  */
-async function findHidden({ input, run, all, kept, inPlace }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
+async function findHidden({ input, run, all, kept, inPlace, whole }: Build, touched: string[], keys: Record<string, number>): Promise<Record<string, HiddenRows>> {
   const orgs = touched.filter((o) => keys[o] !== undefined);
   if (orgs.length === 0) return {};
   // Keys from our manifest, never a client's: written out as constants.
@@ -841,6 +842,12 @@ async function findHidden({ input, run, all, kept, inPlace }: Build, touched: st
   const positionsIn = input.fold ? 'major' : 'delta';
   const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {}, positionsIn }]));
   const byKey = new Map(orgs.map((o) => [Math.trunc(keys[o]!), hidden[o]!]));
+  // An organization the whole layer holds as a run over the base (delta-layout.ts RUN_ROWS): its lowest layer is
+  // the base, whose rows the run replaces are listed in the whole layer; the rows read under the deltas are
+  // the base's that stand and the run's, of which only the base's are the lowest layer's.
+  const runs = new Set(input.current.wholeRuns ?? []);
+  const inRuns = whole === null ? [] : orgs.filter((o) => runs.has(o) && lowestFile(input.current, o) === input.current.database);
+  const inRun = inRuns.length === 0 ? null : keyConstants(inRuns.map((o) => keys[o]!));
   for (const view of VIEW_NAMES) {
     const column = workspaceColumn(view);
     if (!column) continue;
@@ -851,16 +858,10 @@ async function findHidden({ input, run, all, kept, inPlace }: Build, touched: st
     // A fold's lists are of the organizations it touches alone (apply.ts hiddenRowsOf).
     await run(`CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);${inPlace ? `
       DELETE FROM ${list}${input.fold ? '' : ` WHERE _org_key IN (${keyList})`};` : ''}
-      INSERT INTO ${list} SELECT t._org_key, t.${position} FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)} ORDER BY ALL`);
-    // Runs of consecutive positions: a position less its rank is the same along a run.
-    for (const [k, first, last, n] of await all(`SELECT _org_key, min(pos), max(pos), count(*) FROM (
-        SELECT _org_key, pos, pos - row_number() OVER (PARTITION BY _org_key ORDER BY pos) AS run FROM ${list} WHERE _org_key IN (${keyList}))
-      GROUP BY _org_key, run ORDER BY _org_key, min(pos)`)) {
-      const h = byKey.get(Number(k))!;
-      h.rows[view] += Number(n);
-      if (h.ranges) h.ranges[view]!.push([Number(first), Number(last)]);
-      if (h.ranges && h.ranges[view]!.length > HIDDEN_RANGES) h.ranges = null;
-    }
+      INSERT INTO ${list} SELECT t._org_key, t.${position} AS pos FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)}${
+  inRun ? ` WHERE t._org_key NOT IN (${inRun}) OR t.${position} < ${DELTA_POSITION_BASE}
+        UNION SELECT _org_key, pos FROM ${whole}.${ident(hiddenTable(view))} WHERE _org_key IN (${inRun})` : ''} ORDER BY ALL`);
+    await countHidden(all, list, view, byKey, keyList);
   }
   await run('DROP TABLE hidden_ws');
   return hidden;

@@ -238,7 +238,7 @@ async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', 
     });
     if (done) {
       opts.log('info', 'layers compacted', {
-        snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { compacted: done.id } : {}), why, organizations: done.organizations, kept: done.kept, seconds: round(done.seconds),
+        snapshot: done.rebasedOnto ?? done.id, ...(done.rebasedOnto ? { compacted: done.id } : {}), why, organizations: done.organizations, kept: done.kept, runs: done.runs, seconds: round(done.seconds),
       });
     }
   } catch (e) {

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  continuesLine, lowestFile, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, organizationLayers, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
@@ -120,14 +120,11 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       // its overlay, else the whole layer where that holds it, else the base; then each delta the manifest says
       // holds it. Never through the union of every layer under the deltas, whose test of the overlays'
       // organizations kept the scans from skipping to the organization's row groups (0.1 s a small organization).
-      const minorHolds = new Set(current.delta ? current.deltaOrganizations ?? [] : []);
-      const majorHolds = new Set(current.major ? current.majorOrganizations ?? [] : []);
-      const wholeHolds = new Set(current.whole ? current.wholeOrganizations ?? [] : []);
-      const stackOf = (org: string) => [
-        overlayHolding(layers.overlays, org) ?? (wholeHolds.has(org) ? 'f_whole' : 'f_base'),
-        ...(majorHolds.has(org) ? [layers.major!] : []),
-        ...(minorHolds.has(org) ? [layers.minor!] : []),
-      ];
+      const stackOf = (org: string) => organizationLayers(org, {
+        base: 'f_base', whole: layers.whole, major: layers.major, minor: layers.minor, overlayOf: (o) => overlayHolding(layers.overlays, o),
+        wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: new Set(current.wholeRuns ?? []),
+        majorHolds: new Set(current.majorOrganizations ?? []), minorHolds: new Set(current.deltaOrganizations ?? []),
+      }).stack;
       // Each organization read by its own key, which the scans test against their zone maps.
       const each = (select: (org: string, k: number) => string) => `(${Object.entries(written).map(([org, k]) => select(org, Math.trunc(k))).join('\n  UNION ALL ')})`;
       const viewRows = (view: string) => each((org, k) => (workspaceColumn(view)

@@ -24,14 +24,16 @@
 // kept, and so is the newer delta. Whole layers number their rows apart from the deltas (delta-layout.ts).
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
+import { POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  continuesLine, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, mergedGroupedRows, organizationSize, mergedState, mergedViewRows, wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
+  continuesLine, hiddenTable, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, lowestFile, mergedGroupedRows, organizationSize, mergedState, mergedViewRows, RUN_ROWS, RUN_SHARE,
+  wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type HiddenRows, type StateKind,
 } from '../delta-layout.js';
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
+import { countHidden } from './hidden-rows.js';
 import { writeParts, writeWholeViews } from './whole-views.js';
 
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
@@ -50,6 +52,12 @@ export interface WholeLayerOptions {
   tier?: number;
   /** The rows a part of the layer's views holds at most (whole-views.ts writeParts); the suite sets a few. */
   partRows?: number;
+  /**
+   * An organization read from the base with more rows than this is written as a run over it while the run
+   * replaces at most `runShare` of its workspaces (delta-layout.ts RUN_ROWS, RUN_SHARE). The suite sets a few.
+   */
+  runRows?: number;
+  runShare?: number;
   /** Called once there is something to compact, before the writing starts: the snapshot and how many organizations it holds whole. */
   onStart?: (id: string, organizations: number) => void;
 }
@@ -63,11 +71,16 @@ export interface WholeLayerResult {
   rebasedOnto?: string;
   /** Organizations left where an earlier compaction wrote them (planCompaction). */
   kept: number;
+  /** Of `organizations`, those written as runs over the base (delta-layout.ts RUN_ROWS). */
+  runs: number;
 }
 
 /** The organizations a compaction writes, and the layers an earlier compaction wrote that it leaves in place. */
 export interface CompactionPlan {
-  /** Every organization the new whole layer holds: those the deltas hold, and those of the layers rewritten. */
+  /**
+   * Every organization the new whole layer holds: those the deltas hold, those of the layers rewritten, and
+   * those the whole layer holds as runs over the base (never left in place: an overlay holds organizations whole).
+   */
   held: string[];
   /** Of those, the ones an overlay entry held (a kept layer rewritten now), with the key it knew each by. */
   fromOverlays: Record<string, number>;
@@ -102,8 +115,9 @@ export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, ti
     written += l.rows;
   }
   const current = layers.find((l) => !l.overlay && !taken.includes(l));
+  const runs = m.whole ? (m.wholeRuns ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined) : [];
   return {
-    held: [...new Set([...deltaHeld, ...taken.flatMap((l) => Object.keys(l.organizations))])].sort(),
+    held: [...new Set([...deltaHeld, ...runs, ...taken.flatMap((l) => Object.keys(l.organizations))])].sort(),
     fromOverlays: Object.assign({}, ...taken.filter((l) => l.overlay).map((l) => l.organizations)),
     rewritten: taken.map((l) => l.file),
     demoted: current && Object.keys(current.organizations).length > 0 ? { file: current.file, id: current.id, organizations: current.organizations } : null,
@@ -142,9 +156,15 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   const plan = planCompaction(current, { tier: opts.tier });
   const held = plan.held;
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
-  const keys = held.map((o) => current.organizationKeys?.[o]).filter((k): k is number => k !== undefined);
-  const keyList = keys.map((k) => Math.trunc(k)).join(', ') || 'NULL';
-  const names = held.map(sqlLiteral).join(', ') || 'NULL';
+  const keyOf = (o: string) => current.organizationKeys?.[o];
+  const keyList = (orgs: readonly string[]) => orgs.map(keyOf).filter((k): k is number => k !== undefined).map((k) => Math.trunc(k)).join(', ') || 'NULL';
+  const nameList = (orgs: readonly string[]) => orgs.map(sqlLiteral).join(', ') || 'NULL';
+  // Large organizations read from the base, which may stay there with a run over them (RUN_ROWS); which of
+  // them do is known once the layers are attached (how much of each the run would replace).
+  const runRows = opts.runRows ?? RUN_ROWS;
+  const candidates = held.filter((o) => keyOf(o) !== undefined && lowestFile(current, o) === current.database && organizationSize(current, o) > runRows);
+  let runs: string[] = [];
+  const hidden: Record<string, HiddenRows> = {};
   // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
   // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
   const unOverlaid = [...[...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => k), ...Object.values(plan.fromOverlays)].map((k) => Math.trunc(k));
@@ -156,28 +176,59 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // Each view's rows of the held organizations in the base's order, at positions of this layer's own.
     const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
     if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
-    const rows = (view: string) => `(SELECT * FROM ${workspaceColumn(view) ? mergedViewRows(layers.stack, view) : mergedGroupedRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList}))`;
-    const heldKeys = Object.fromEntries(held.flatMap((o) => (current.organizationKeys?.[o] === undefined ? [] : [[o, current.organizationKeys[o]!]])));
+    // A candidate whose workspaces changed since the load (in the whole layer's run of it and the deltas) are
+    // at most the run share of its own stays a run over the base.
+    if (candidates.length > 0) {
+      const changed = new Map((await all(`SELECT _org_key, count(DISTINCT id) FROM (${layers.replacing.map((l) => `SELECT _org_key, id FROM ${l}.replaced_workspaces WHERE _org_key IN (${keyList(candidates)})`).join(' UNION ALL ')}) GROUP BY ALL`))
+        .map(([k, n]) => [Number(k), Number(n)]));
+      runs = candidates.filter((o) => (changed.get(Math.trunc(keyOf(o)!)) ?? 0) <= (opts.runShare ?? RUN_SHARE) * (current.organizationRows?.workspaces?.[o] ?? 0));
+    }
+    const whole = held.filter((o) => !runs.includes(o));
+    // A run is its rows in the layers over the base: the whole layer's run of it, if any, and the deltas'.
+    const rows = (view: string) => (workspaceColumn(view)
+      ? `(SELECT * FROM ${mergedViewRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList(whole)})${
+        runs.length > 0 ? ` UNION ALL SELECT * FROM ${mergedViewRows(layers.replacing, view)} t WHERE t."_org_key" IN (${keyList(runs)})` : ''})`
+      : `(SELECT * FROM ${mergedGroupedRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList(held)}))`);
+    const heldKeys = Object.fromEntries(held.flatMap((o) => (keyOf(o) === undefined ? [] : [[o, keyOf(o)!]])));
     const rowsOf = (o: string) => Math.max(...VIEW_NAMES.map((v) => current.organizationRows?.[v]?.[o] ?? 0));
     const parts = writeParts(heldKeys, rowsOf, opts.partRows);
     const written = await writeWholeViews({ db, run, all, out: 'out', rows, first, positions: WHOLE_POSITIONS, layout: current, parts });
-    for (const view of VIEW_NAMES) {
-      // Checked: a wrong count is a wrong answer for some organization.
-      const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
-      if (written[view] !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written[view]} rows, not ${expected}`);
-    }
-    // The source state: the small kinds whole, as the newest layer has them; the held organizations' workspaces.
+    // The source state: the small kinds whole, as the newest layer has them; the held organizations' workspaces
+    // (of a run, those it replaces).
     for (const kind of WHOLE_STATE) await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)}`);
     for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
-      await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)} s WHERE s.organization IN (${names}) ORDER BY ALL`);
+      await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM (SELECT * FROM ${mergedState(layers.stack, kind)} s WHERE s.organization IN (${nameList(whole)})${
+        runs.length > 0 ? ` UNION ALL SELECT * FROM ${mergedState(layers.replacing, kind)} s WHERE s.organization IN (${nameList(runs)})` : ''}) ORDER BY ALL`);
     }
     // Replaced: what the layers above the base replaced (deleted organizations' workspaces among them), and
-    // every workspace of a held organization in the base, whose rows this layer now holds whole.
+    // every workspace of an organization held whole in the base, whose rows this layer now holds whole.
     const workspaces = ident(workspaceColumn('workspaces')!);
-    const hidden = [...keys.map((k) => Math.trunc(k)), ...unOverlaid].join(', ') || 'NULL';
+    const replacedWhole = [keyList(whole), ...unOverlaid].join(', ');
     await run(`CREATE TABLE out.replaced_workspaces AS SELECT DISTINCT * FROM (
       ${layers.replacing.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces UNION ALL `).join('')
-      }SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${hidden})) ORDER BY ALL`);
+      }SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${replacedWhole})) ORDER BY ALL`);
+    // Each run's base rows that it replaces, by position (delta-layout.ts hiddenTable), and what they come to.
+    for (const o of runs) hidden[o] = { lowest: current.database!, rows: {}, ranges: {}, positionsIn: 'whole' };
+    const byKey = new Map(runs.map((o) => [Math.trunc(keyOf(o)!), hidden[o]!]));
+    for (const view of VIEW_NAMES) {
+      const column = workspaceColumn(view);
+      if (!column) continue;
+      for (const h of byKey.values()) { h.rows[view] = 0; h.ranges![view] = []; }
+      const list = `out.${ident(hiddenTable(view))}`;
+      await run(`CREATE TABLE ${list} AS SELECT b._org_key, b.${ident(POSITION_COLUMN)} AS pos FROM f_base.${ident(view)} b
+        SEMI JOIN (SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList(runs)})) r ON r._org_key = b._org_key AND r.id = b.${ident(column)}
+        WHERE b._org_key IN (${keyList(runs)}) ORDER BY ALL`);
+      if (runs.length > 0) await countHidden(all, list, view, byKey, keyList(runs));
+    }
+    // Checked: a wrong count is a wrong answer for some organization. A run's organization has its base rows
+    // less those the run replaces, and the run's.
+    const baseRows = (view: string) => (runs.length === 0 ? Promise.resolve(0)
+      : all(`SELECT count(*) FROM f_base.${ident(view)} WHERE _org_key IN (${keyList(runs)})`).then((r) => Number(r[0]![0])));
+    for (const view of VIEW_NAMES) {
+      const standing = workspaceColumn(view) ? await baseRows(view) - runs.reduce((a, o) => a + hidden[o]!.rows[view]!, 0) : 0;
+      const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
+      if (written[view]! + standing !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written[view]! + standing} rows, not ${expected}`);
+    }
     await run('CREATE TABLE out.held_organizations (name VARCHAR)');
     const appender = await db.createAppender('held_organizations', 'main', 'out');
     for (const name of held) { appender.appendVarchar(name); appender.endRow(); }
@@ -222,7 +273,17 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const sizes: Record<string, number> = { [onto.database!]: onto.sizes?.[onto.database!] ?? 0, [file]: (await fs.stat(join(ontoDir, file))).size };
     for (const name of [kept.major, kept.delta, ...keptOverlays.map((o) => o.file)]) if (name) sizes[name] = onto.sizes?.[name] ?? (await fs.stat(join(ontoDir, name))).size;
     const used = Object.fromEntries([kept.major, kept.delta].flatMap((name) => (name && usedBytes?.[name] !== undefined ? [[name, usedBytes[name]!]] : [])));
-    const manifest: Manifest = { ...rest, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held, sizes, ...(Object.keys(used).length > 0 ? { usedBytes: used } : {}) };
+    const { wholeRuns: _, hidden: before, ...others } = rest;
+    const manifest: Manifest = {
+      ...others, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held.filter((o) => !runs.includes(o)), ...(runs.length > 0 ? { wholeRuns: runs } : {}),
+      sizes, ...(Object.keys(used).length > 0 ? { usedBytes: used } : {}),
+    };
+    // A run's figures are this layer's, unless a delta kept from the batches since holds it: those figures
+    // (found over the earlier layers) would not hold here, and until a batch touches it again a reader counts
+    // its replaced rows itself.
+    const keptHeld = new Set([...kept.majorOrganizations ?? [], ...kept.deltaOrganizations ?? []]);
+    const figures = { ...Object.fromEntries(Object.entries(before ?? {}).filter(([o]) => !runs.includes(o))), ...Object.fromEntries(runs.filter((o) => !keptHeld.has(o)).map((o) => [o, hidden[o]!])) };
+    if (Object.keys(figures).length > 0) manifest.hidden = figures;
     if (keptOverlays.length > 0) manifest.overlays = keptOverlays; else delete manifest.overlays;
     await writeManifest(dataDir, manifest);
     // The same id written again: servers notice CURRENT change and open the snapshot's new manifest.
@@ -233,7 +294,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
       if (name && name !== file && !named.has(name)) await fs.rm(join(ontoDir, name), { force: true });
     }
     const left = keptOverlays.filter((o) => isWholeFile(o.file)).reduce((a, o) => a + Object.keys(o.organizations).length, 0);
-    return { id, organizations: held.length, kept: left, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
+    return { id, organizations: held.length, kept: left, runs: runs.length, seconds: (performance.now() - started) / 1000, ...(onto.id !== id ? { rebasedOnto: onto.id } : {}) };
   } finally {
     await unlock();
   }
