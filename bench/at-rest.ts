@@ -6,14 +6,18 @@
 // (bench/stream.ts). Kinds: the largest organization's A page, and B pages of small organizations the batches
 // touch or not. The figure that matters is the ratio of touched to untouched within a step: the machine's
 // speed varies from hour to hour.
+// After the last step, the layers are compacted as the follower compacts them (whole-layer.ts, one DuckDB
+// thread) and each kind measured again: the largest organization then reads a run over the base
+// (delta-layout.ts RUN_ROWS), the touched small ones the whole layer.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), AT_REST_STEPS (12,12,24,24: batches applied before each
-// measure), AT_REST_SECONDS (15 per kind and step).
+// measure), AT_REST_SECONDS (15 per kind and step), AT_REST_COMPACT (1; 0 for no compaction).
 import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { A_QUERY, benchSnapshot, CLI, cpuSeconds, linkedCopy, organizationTokens, ROOT, smallFiltered, startServerProcess, stopServerProcess } from './lib.js';
 import { streamBatches } from './stream-batches.js';
+import { compactLayers } from '../src/snapshots/write/whole-layer.js';
 
 const DATA_DIR = process.env.DATA_DIR ?? join(ROOT, 'data');
 const BENCH_DIR = process.env.BENCH_DIR ?? join(DATA_DIR, 'bench');
@@ -23,7 +27,7 @@ const SECONDS = Number(process.env.AT_REST_SECONDS ?? 15);
 const log = (m: string) => console.error(`[bench-at-rest] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
-interface Measure { step: number; kind: string; rps: number; p50_ms: number; cpu_ms: number; main_ms: number; errors: number }
+interface Measure { step: number; compacted: boolean; kind: string; rps: number; p50_ms: number; cpu_ms: number; main_ms: number; errors: number }
 
 async function main(): Promise<void> {
   const { baseId, orgs } = await benchSnapshot(BENCH_DIR, log);
@@ -43,7 +47,7 @@ async function main(): Promise<void> {
     ['largest', () => ({ path: `/api/v2/organizations/${largest}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(largest)}` } })],
   ];
   const measures: Measure[] = [];
-  const measure = async (step: number, seconds: number) => {
+  const measure = async (step: number, seconds: number, compacted = false) => {
     for (const [kind, next] of kinds) {
       // The process's CPU, and its main thread's (the event loop's) within it.
       const [allBefore, mainBefore] = [cpuSeconds(pid), cpuSeconds(pid, pid)];
@@ -51,9 +55,9 @@ async function main(): Promise<void> {
       const all = cpuSeconds(pid) - allBefore;
       const main = cpuSeconds(pid, pid) - mainBefore;
       const n = r.requests.total;
-      const m = { step, kind, rps: round(n / seconds, 1), p50_ms: r.latency.p50, cpu_ms: round(all / n * 1000), main_ms: round(main / n * 1000), errors: r.non2xx + r.errors };
+      const m = { step, compacted, kind, rps: round(n / seconds, 1), p50_ms: r.latency.p50, cpu_ms: round(all / n * 1000), main_ms: round(main / n * 1000), errors: r.non2xx + r.errors };
       if (seconds === SECONDS) measures.push(m);
-      log(`after ${step} batches, ${kind}: ${m.rps} req/s, p50 ${m.p50_ms} ms, server CPU ${m.cpu_ms} ms an answer (main thread ${m.main_ms}), ${m.errors} errors`);
+      log(`after ${step} batches${compacted ? ', compacted' : ''}, ${kind}: ${m.rps} req/s, p50 ${m.p50_ms} ms, server CPU ${m.cpu_ms} ms an answer (main thread ${m.main_ms}), ${m.errors} errors`);
     }
   };
   try {
@@ -65,17 +69,26 @@ async function main(): Promise<void> {
       applied += step;
       await measure(applied, SECONDS);
     }
+    if (process.env.AT_REST_COMPACT !== '0') {
+      const before = process.cpuUsage();
+      const done = await compactLayers(WORK, { threads: 1, memoryLimit: '2GB' });
+      const used = process.cpuUsage(before);
+      log(`compacted: ${JSON.stringify(done)}, ${round((used.user + used.system) / 1e6)} CPU-s`);
+      await measure(applied, 5, true); // warm-up on the new layer
+      await measure(applied, SECONDS, true);
+    }
   } finally {
     await stopServerProcess(server.child);
   }
   console.log('| batches applied | untouched ms CPU an answer | touched (× untouched) | largest (× on the base) |');
   console.log('|---|---|---|---|');
-  const at = (step: number, kind: string) => measures.find((m) => m.step === step && m.kind === kind)!;
-  const largestBase = at(0, 'largest').cpu_ms;
-  const rows = [...new Set(measures.map((m) => m.step))].map((step) => {
-    const u = at(step, 'untouched'), t = at(step, 'touched'), l = at(step, 'largest');
-    console.log(`| ${step} | ${u.cpu_ms} | ${t.cpu_ms} (${round(t.cpu_ms / u.cpu_ms)}) | ${l.cpu_ms} (${round(l.cpu_ms / largestBase)}) |`);
-    return { step, touched_ratio: round(t.cpu_ms / u.cpu_ms), largest_ratio: round(l.cpu_ms / largestBase) };
+  const at = (step: number, compacted: boolean, kind: string) => measures.find((m) => m.step === step && m.compacted === compacted && m.kind === kind)!;
+  const largestBase = at(0, false, 'largest').cpu_ms;
+  const steps = [...new Map(measures.map((m) => [`${m.step} ${m.compacted}`, m])).values()];
+  const rows = steps.map(({ step, compacted }) => {
+    const u = at(step, compacted, 'untouched'), t = at(step, compacted, 'touched'), l = at(step, compacted, 'largest');
+    console.log(`| ${step}${compacted ? ', compacted' : ''} | ${u.cpu_ms} | ${t.cpu_ms} (${round(t.cpu_ms / u.cpu_ms)}) | ${l.cpu_ms} (${round(l.cpu_ms / largestBase)}) |`);
+    return { step, compacted, touched_ratio: round(t.cpu_ms / u.cpu_ms), largest_ratio: round(l.cpu_ms / largestBase) };
   });
   const file = join(ROOT, 'bench', 'results', `at-rest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({ steps: STEPS, seconds: SECONDS, measures, rows }, null, 2));

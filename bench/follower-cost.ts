@@ -16,17 +16,19 @@
 //     policy (FOLLOWER_F3_SHARE) a unit after each batch that finds an organization in debt, in a process of its
 //     own as the follower runs it; each batch's CPU, the deltas' bytes (the files', and those in use), and each
 //     unit's CPU and rows.
-// F4  what a compaction costs once an earlier one wrote the largest organization whole: on a linked copy, the
-//     stream's first 10 batches (one large) applied and compacted, then its next 9 small batches applied and
-//     compacted again, that second compaction's CPU (one DuckDB thread, as beside a stream) and what it wrote,
-//     once as compactions choose (the earlier whole layer written again only while no larger than the change:
-//     whole-layer.ts planCompaction) and once taking every earlier layer in.
+// F4  what compactions cost one after another: on a linked copy, the stream's first 10 batches (one large,
+//     which touches the largest organization) applied and compacted, then its next 9 small batches applied and
+//     compacted again, then its next 10 (one large) and a third compaction; each compaction's CPU (one DuckDB
+//     thread, as beside a stream) and what it wrote. Policies: `runs`, as compactions choose (a large
+//     organization read from the base written as a run over it: delta-layout.ts RUN_ROWS; an earlier whole
+//     layer written again only while no larger than the change: whole-layer.ts planCompaction); `tiered`, every
+//     organization written whole (no runs); `whole`, no runs and every earlier layer taken in.
 //     F1 builds on one DuckDB instance kept from batch to batch, as the follower does (writer-instance.ts);
 //     FOLLOWER_F1_INSTANCE=fresh opens one a batch, as `explorer apply` does.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), FOLLOWER_BATCHES (20), FOLLOWER_ROUNDS (2),
 // FOLLOWER_SECONDS (30 per condition), FOLLOWER_SCENARIOS (F1,F2; F3 when named), FOLLOWER_THREADS (F1's thread
 // counts: 2,1), FOLLOWER_F2_PAGES (untouched), FOLLOWER_F2_BEFORE (20), FOLLOWER_F3_BATCHES (126: about when the deltas reach INGEST_COMPACT_MB), FOLLOWER_F3_SHARE (0.05),
-// FOLLOWER_F3_POLICIES (layered,share: which of the two to run), FOLLOWER_F4_POLICIES (tiered,whole).
+// FOLLOWER_F3_POLICIES (layered,share: which of the two to run), FOLLOWER_F4_POLICIES (runs,tiered).
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -169,24 +171,27 @@ async function main(): Promise<void> {
 
   if (SCENARIOS.has('F4')) {
     const runs: Record<string, unknown> = {};
-    for (const policy of (process.env.FOLLOWER_F4_POLICIES ?? 'tiered,whole').split(',')) {
+    for (const policy of (process.env.FOLLOWER_F4_POLICIES ?? 'runs,tiered').split(',')) {
       const work = join(BENCH_DIR, `follower-f4-${process.pid}`);
       linkedCopy(BENCH_DIR, work, baseId);
       try {
         const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
         const compact = async (tier: number) => {
           const before = cpu();
-          const done = await compactLayers(work, { threads: 1, memoryLimit: '2GB', tier });
+          const done = await compactLayers(work, { threads: 1, memoryLimit: '2GB', tier, ...(policy === 'runs' ? {} : { runRows: Infinity }) });
           if (!done) throw new Error('F4: nothing compacted');
-          return { cpu: round(cpu() - before), seconds: round(done.seconds), organizations: done.organizations, kept: done.kept };
+          return { cpu: round(cpu() - before), seconds: round(done.seconds), organizations: done.organizations, kept: done.kept, runs: done.runs };
         };
         for (const b of order.slice(0, 10)) await applyBatch(b.dir, { dataDir: work, threads: 1 });
         const first = await compact(1);
         const small = order.slice(10, 20).filter((b) => b.size === 'small');
         for (const b of small) await applyBatch(b.dir, { dataDir: work, threads: 1 });
         const second = await compact(policy === 'whole' ? Infinity : 1);
-        log(`F4 ${policy}: first compaction ${JSON.stringify(first)}; after ${small.length} small batches, the second ${JSON.stringify(second)}`);
-        runs[policy] = { first, second };
+        const next = order.slice(20, 30);
+        for (const b of next) await applyBatch(b.dir, { dataDir: work, threads: 1 });
+        const third = await compact(policy === 'whole' ? Infinity : 1);
+        log(`F4 ${policy}: first compaction ${JSON.stringify(first)}; after ${small.length} small batches, the second ${JSON.stringify(second)}; after ${next.length} more (${next.filter((b) => b.size === 'large').length} large), the third ${JSON.stringify(third)}`);
+        runs[policy] = { first, second, third };
       } finally {
         rmSync(work, { recursive: true, force: true });
       }

@@ -39,6 +39,16 @@ describe('compaction: what it writes', () => {
     expect(plan.demoted).to.deep.equal({ file: 'whole-3.duckdb', id: 's3', organizations: { b: 2 } });
   });
 
+  it('counts of a large organization read from the base what its run would hold, not its every row', () => {
+    const m = snapshot({ a: 100, big: 900_000, b: 5_000 }, {
+      database: 'snapshot.duckdb', delta: 'delta.duckdb', deltaOrganizations: ['a', 'big'], whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'],
+      hidden: { big: { lowest: 'snapshot.duckdb', rows: { workspaces: 700, resources: 2_100 }, ranges: null } },
+    });
+    // 100 + 2,800 written: b's 5,000 rows stay where they lie; counted whole, big would take b in.
+    expect(planCompaction(m).held).to.deep.equal(['a', 'big']);
+    expect(planCompaction(m, { runRows: Infinity }).held).to.deep.equal(['a', 'b', 'big']);
+  });
+
   it('leaves a larger whole layer where it lies, the current copy of its organizations no delta holds', () => {
     const m = snapshot({ a: 100, b: 500, c: 300, d: 20 }, {
       major: 'major.duckdb', majorOrganizations: ['a'], delta: 'delta.duckdb', deltaOrganizations: ['c'],

@@ -94,10 +94,18 @@ export interface CompactionPlan {
  * What a compaction of `m` writes (whole-layer.ts, above): the organizations its deltas hold, and the layers an
  * earlier compaction wrote (the whole layer's organizations no overlay or delta holds, and each kept one among
  * the overlays) taken smallest first while each holds no more rows than `tier` times what the compaction writes
- * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources.
+ * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources;
+ * of a large organization read from the base (more than `runRows`), those the deltas replace, its run's.
  */
-export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1 }: { keptLayers?: number; tier?: number } = {}): CompactionPlan {
+export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1, runRows = RUN_ROWS }: { keptLayers?: number; tier?: number; runRows?: number } = {}): CompactionPlan {
   const size = (o: string) => organizationSize(m, o);
+  // What the compaction writes of an organization: a large one read from the base, likely a run (RUN_ROWS),
+  // the rows the deltas replace of it where the manifest's figures say (delta-layout.ts HiddenRows).
+  const written = (o: string) => {
+    const h = m.hidden?.[o];
+    return size(o) > runRows && lowestFile(m, o) === m.database && h !== undefined && h.lowest === m.database
+      ? Object.values(h.rows).reduce((a, n) => a + n, 0) : size(o);
+  };
   const deltaHeld = new Set([...(m.major ? m.majorOrganizations ?? [] : []), ...(m.delta ? m.deltaOrganizations ?? [] : [])]);
   const overlaid = new Set((m.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
   const keys = m.organizationKeys ?? {};
@@ -107,12 +115,12 @@ export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, ti
     ...(m.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => ({ file: o.file, id: o.id, overlay: true, organizations: live(o.organizations) })),
   ].map((l) => ({ ...l, rows: Object.keys(l.organizations).reduce((a, o) => a + size(o), 0) }))
     .sort((a, b) => a.rows - b.rows || (a.file < b.file ? -1 : 1));
-  let written = [...deltaHeld].reduce((a, o) => a + size(o), 0);
+  let rows = [...deltaHeld].reduce((a, o) => a + written(o), 0);
   const taken: typeof layers = [];
   for (const [i, l] of layers.entries()) {
-    if (l.rows > written * tier && layers.length - i <= keptLayers) break;
+    if (l.rows > rows * tier && layers.length - i <= keptLayers) break;
     taken.push(l);
-    written += l.rows;
+    rows += l.rows;
   }
   const current = layers.find((l) => !l.overlay && !taken.includes(l));
   const runs = m.whole ? (m.wholeRuns ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined) : [];
@@ -153,7 +161,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   // an organization an overlay alone holds is whole already (delta-layout.ts).
   const deltaHeld = new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])]);
   const overlaid = new Map((current.overlays ?? []).flatMap((o) => Object.entries(o.organizations)));
-  const plan = planCompaction(current, { tier: opts.tier });
+  const plan = planCompaction(current, { tier: opts.tier, runRows: opts.runRows });
   const held = plan.held;
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
   const keyOf = (o: string) => current.organizationKeys?.[o];
@@ -213,7 +221,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     for (const view of VIEW_NAMES) {
       const column = workspaceColumn(view);
       if (!column) continue;
-      for (const h of byKey.values()) { h.rows[view] = 0; h.ranges![view] = []; }
+      for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
       const list = `out.${ident(hiddenTable(view))}`;
       await run(`CREATE TABLE ${list} AS SELECT b._org_key, b.${ident(POSITION_COLUMN)} AS pos FROM f_base.${ident(view)} b
         SEMI JOIN (SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList(runs)})) r ON r._org_key = b._org_key AND r.id = b.${ident(column)}
