@@ -20,7 +20,7 @@
 //     which touches the largest organization) applied and compacted, then its next 9 small batches applied and
 //     compacted again, then its next 10 (one large) and a third compaction; each compaction's CPU (one DuckDB
 //     thread, as beside a stream) and what it wrote. Policies: `runs`, as compactions choose (a large
-//     organization read from the base written as a run over it: delta-layout.ts RUN_ROWS; an earlier whole
+//     organization written as a run over its lowest layer: delta-layout.ts RUN_ROWS; an earlier whole
 //     layer written again only while no larger than the change: whole-layer.ts planCompaction); `tiered`, every
 //     organization written whole (no runs); `whole`, no runs and every earlier layer taken in.
 //     F1 builds on one DuckDB instance kept from batch to batch, as the follower does (writer-instance.ts);

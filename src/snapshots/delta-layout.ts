@@ -7,9 +7,10 @@
 //   the base                the loaded snapshot's file
 //   the whole layer         `whole-<n>.duckdb`, written by the follower's compaction (write/whole-layer.ts):
 //                           the organizations the deltas held, each whole, in the base's layout; and a large
-//                           organization read from the base (RUN_ROWS) whose changes replace little of it
-//                           (RUN_SHARE) as a run over the base: the rows of its workspaces changed since the
-//                           load, as a delta holds them, which the manifest lists apart (wholeRuns)
+//                           organization (RUN_ROWS) whose changes replace little of it (RUN_SHARE) as a run
+//                           over its lowest layer (the base, or a file a compaction wrote and left in place):
+//                           the rows of its workspaces changed since that layer was written, as a delta holds
+//                           them, which the manifest lists apart (wholeRuns, with the file each lies over)
 //   overlays                `overlay-<n>.duckdb`, written by batches (write/delta.ts writeOverlay): a small organization
 //                           a batch touches (at most BATCH_WHOLE_ROWS rows; none by default) that no delta holds is written
 //                           whole into the batch's overlay, which the manifest then names as its current copy;
@@ -76,12 +77,13 @@ export const isWholeFile = (file: string) => /^whole-\d+\.duckdb$/.test(file);
  */
 export const KEPT_WHOLE_LAYERS = 4;
 /**
- * An organization of more than this many rows of workspaces and resources that reads the base as its lowest
- * layer is compacted as a run over the base (the whole layer holds its workspaces changed since the load, and
- * lists the base positions they replace) while those replace at most RUN_SHARE of its workspaces: a
- * compaction then costs what changed of it, not its every row. Written whole, the bench snapshot's largest
- * organization (2.2 million rows) cost every compaction about 100 CPU-s, and every large batch of the
- * stream touches it (docs/performance.md, "A large organization compacted as a run over the base").
+ * An organization of more than this many rows of workspaces and resources whose lowest layer is the base or a
+ * file a compaction wrote is compacted as a run over that layer (the whole layer holds its workspaces changed
+ * since, and lists the positions of that layer's rows they replace) while those replace at most RUN_SHARE of
+ * its workspaces, that layer left in place: a compaction then costs what changed of it, not its every row.
+ * Written whole, the bench snapshot's largest organization (2.2 million rows) cost every compaction most of its
+ * CPU, and every large batch of the stream touches it (docs/performance.md, "A large organization compacted as
+ * a run").
  */
 export const RUN_ROWS = 200_000;
 /** The share of its workspaces a run may replace before a compaction writes the organization whole (RUN_ROWS). */
@@ -341,6 +343,15 @@ export function lowestFile(manifest: Pick<Manifest, 'overlays' | 'whole' | 'whol
   return manifest.database;
 }
 
+/**
+ * The organizations the whole layer holds as runs (RUN_ROWS) that read them: those whose lowest layer is still
+ * the file the run lies over (a batch or tidying that wrote one whole into an overlay since ends its run).
+ */
+export function standingRuns(m: Pick<Manifest, 'overlays' | 'whole' | 'wholeOrganizations' | 'wholeRuns' | 'database'>): Set<string> {
+  if (!m.whole) return new Set();
+  return new Set(Object.entries(m.wholeRuns ?? {}).filter(([o, over]) => lowestFile(m, o) === over).map(([o]) => o));
+}
+
 /** The layers a snapshot's organization may read, as its reader names them (aliases, or anything else). */
 export interface LayerSet<T> {
   base: T;
@@ -349,7 +360,7 @@ export interface LayerSet<T> {
   overlayOf: (organization: string) => T | null;
   major: T | null;
   minor: T | null;
-  /** The manifest's lists: wholeOrganizations, wholeRuns, majorOrganizations, deltaOrganizations. */
+  /** The manifest's lists: wholeOrganizations, the standing runs (standingRuns), majorOrganizations, deltaOrganizations. */
   wholeHolds: ReadonlySet<string>;
   runHolds: ReadonlySet<string>;
   majorHolds: ReadonlySet<string>;
@@ -358,15 +369,15 @@ export interface LayerSet<T> {
 
 /**
  * The layers `organization` reads, lowest first (`stack`): its overlay, else the whole layer where that holds it
- * whole, else the base and, where the whole layer holds it as a run, the whole layer over it; then each delta
- * that holds it. `whole` is the file holding it whole when that is its lowest layer (an overlay or the whole
- * layer), which it reads alone, as the base is read, when `stack` is that file alone. The newest layer of the
- * stack holds its rows of the views grouped across workspaces.
+ * whole, else the base; over that, the whole layer where it holds a run of it; then each delta that holds it.
+ * `whole` is the file holding it whole when that is its lowest layer (an overlay or the whole layer), which it
+ * reads alone, as the base is read, when `stack` is that file alone. The newest layer of the stack holds its
+ * rows of the views grouped across workspaces.
  */
 export function organizationLayers<T>(organization: string, s: LayerSet<T>): { stack: T[]; whole: T | null } {
   const overlay = s.overlayOf(organization);
   const whole = overlay ?? (s.whole !== null && s.wholeHolds.has(organization) ? s.whole : null);
-  const run = overlay === null && s.whole !== null && s.runHolds.has(organization);
+  const run = s.whole !== null && s.runHolds.has(organization);
   return {
     whole,
     stack: [whole ?? s.base, ...(run ? [s.whole!] : []), ...(s.major !== null && s.majorHolds.has(organization) ? [s.major] : []),
@@ -374,10 +385,14 @@ export function organizationLayers<T>(organization: string, s: LayerSet<T>): { s
   };
 }
 
-/** An overlay as the layers under the deltas read it: its alias and the organizations (name → key) it is the current copy of. */
+/**
+ * An overlay as the layers under the deltas read it: its alias and the organizations (name → key) it is the
+ * current copy of; of those, the ones the whole layer holds a run over (`runs`), read through it.
+ */
 export interface OverlayPart {
   alias: string;
   organizations: Readonly<Record<string, number>>;
+  runs?: Readonly<Record<string, number>>;
 }
 
 /** The alias of the overlay that is `organization`'s current copy, or null when none is. */
@@ -396,21 +411,32 @@ export const overlayHolding = (overlays: readonly OverlayPart[], organization: s
  * batches: each organization read from its own layer").
  */
 export function underStatements(schema: string, low: readonly string[], overlays: readonly OverlayPart[]): string[] {
-  const keys = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.values(o.organizations)).map((k) => Math.trunc(k)).join(', ');
-  const names = (parts: readonly OverlayPart[]) => parts.flatMap((o) => Object.keys(o.organizations)).map(sqlLiteral).join(', ');
+  const keyList = (organizations: Readonly<Record<string, number>>) => Object.values(organizations).map((k) => Math.trunc(k)).join(', ');
+  const nameList = (organizations: Readonly<Record<string, number>>) => Object.keys(organizations).map(sqlLiteral).join(', ');
+  const every = Object.assign({}, ...overlays.map((o) => o.organizations)) as Record<string, number>;
   const lowRows = (view: string) => (low.length === 1 ? `${low[0]}.${ident(view)}`
     : workspaceColumn(view) ? mergedViewRows(low, view) : mergedGroupedRows(low, view));
   // No organization in an overlay: nothing to leave out (and `IN ()` is no SQL: an overlay of none keeps nothing).
   const unless = (column: string, list: string) => (list === '' ? '' : ` ANTI JOIN (SELECT unnest([${list}]) AS v) x ON x.v = t.${column}`);
+  // Each overlay's organizations read from it alone, but those the whole layer (the last of `low`) holds a run
+  // over: the overlay's rows that the run does not replace, then the run's (its grouped rows the run's alone).
+  const parts = (table: string, column: string | null, by: '_org_key' | 'organization') => overlays.map((o) => {
+    const runs = o.runs ?? {};
+    const plain = Object.fromEntries(Object.entries(o.organizations).filter(([org]) => runs[org] === undefined));
+    const list = by === '_org_key' ? keyList : nameList;
+    const whole = low[low.length - 1]!;
+    const over = Object.keys(runs).length === 0 || low.length < 2 ? '' : `${column === null ? ''
+      : `\n  UNION ALL SELECT * FROM (${standing(`${o.alias}.${table}`, column, [whole], by === '_org_key' ? 'each' : undefined)}) WHERE ${by} IN (${list(runs)})`}
+  UNION ALL SELECT * FROM ${whole}.${table} WHERE ${by} IN (${list(runs)})`;
+    return `\n  UNION ALL SELECT * FROM ${o.alias}.${table} WHERE ${by} IN (${list(plain) || 'NULL'})${over}`;
+  }).join('');
   const statements = [`CREATE SCHEMA ${schema}`];
   for (const view of VIEW_NAMES) {
-    statements.push(`CREATE VIEW ${schema}.${ident(view)} AS SELECT t.* FROM ${lowRows(view)} t${unless('_org_key', keys(overlays))}${
-      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.${ident(view)} WHERE _org_key IN (${keys([o]) || 'NULL'})`).join('')}`);
+    statements.push(`CREATE VIEW ${schema}.${ident(view)} AS SELECT t.* FROM ${lowRows(view)} t${unless('_org_key', keyList(every))}${parts(ident(view), workspaceColumn(view) ?? null, '_org_key')}`);
   }
   for (const kind of WHOLE_STATE) statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT * FROM ${mergedState(low, kind)}`);
   for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
-    statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT t.* FROM ${mergedState(low, kind)} t${unless('organization', names(overlays))}${
-      overlays.map((o) => `\n  UNION ALL SELECT * FROM ${o.alias}.source_${kind} WHERE organization IN (${names([o]) || 'NULL'})`).join('')}`);
+    statements.push(`CREATE VIEW ${schema}.source_${kind} AS SELECT t.* FROM ${mergedState(low, kind)} t${unless('organization', nameList(every))}${parts(`source_${kind}`, WORKSPACE_STATE[kind as keyof typeof WORKSPACE_STATE], 'organization')}`);
   }
   return statements;
 }
@@ -419,11 +445,16 @@ export function underStatements(schema: string, low: readonly string[], overlays
  * `columns` of the rows of `table` (a view with rows per workspace, its workspace in `column`, or a kind of
  * workspace source state) that the layers under the deltas hold of the organizations `test` keeps, all of
  * them read from the same part of underStatements' schema: the overlay `overlay` where it is their current
- * copy, else `low` (the base, then the whole layer if any), given `organizationKey` when `test` keeps one
- * organization by its key. What the schema gives of them, read from that part alone: the other parts' scans
+ * copy (through the whole layer's runs over it with `overRun`), else `low` (the base, then the whole layer if
+ * any), given `organizationKey` when `test` keeps one organization by its key. What the schema gives of them, read from that part alone: the other parts' scans
  * and the tests that keep each organization in one part are left out, and each scan reads only `columns`.
  */
-export function partRows(low: readonly string[], overlay: string | null, table: string, column: string, columns: string, test: string, organizationKey?: number): string {
+export function partRows(low: readonly string[], overlay: string | null, table: string, column: string, columns: string, test: string, organizationKey?: number, overRun = false): string {
+  if (overlay !== null && overRun && low.length > 1) {
+    const whole = low[low.length - 1]!;
+    return `SELECT ${columns} FROM (${standing(`${overlay}.${table}`, column, [whole], organizationKey)}) b WHERE ${test}
+  UNION ALL SELECT ${columns} FROM ${whole}.${table} WHERE ${test}`;
+  }
   if (overlay !== null) return `SELECT ${columns} FROM ${overlay}.${table} WHERE ${test}`;
   if (low.length === 1) return `SELECT ${columns} FROM ${low[0]}.${table} WHERE ${test}`;
   return low.map((layer, i) => (i === low.length - 1 ? `SELECT ${columns} FROM ${layer}.${table} WHERE ${test}`

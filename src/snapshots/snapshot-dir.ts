@@ -113,10 +113,12 @@ export interface Manifest {
   wholeId?: string;
   wholeOrganizations?: string[];
   /**
-   * The organizations the whole layer holds as runs over the base (delta-layout.ts RUN_ROWS): their base rows
-   * less those of the workspaces it replaces, then its rows of them. They read the base, then the whole layer.
+   * The organizations the whole layer holds as runs (delta-layout.ts RUN_ROWS), each with the file the run lies
+   * over, its lowest layer then (the base's, or a file a compaction wrote, kept among the overlays): they read
+   * that layer's rows less those of the workspaces the run replaces, then the run's. A run stands while that
+   * file is still the organization's lowest layer (delta-layout.ts standingRuns).
    */
-  wholeRuns?: string[];
+  wholeRuns?: Record<string, string>;
   /**
    * Files that hold organizations whole under the deltas other than the whole layer: written by batches and by
    * tidying (delta-layout.ts), or an earlier compaction's whole layer that a later one left in place

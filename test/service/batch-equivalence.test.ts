@@ -18,7 +18,7 @@ import { type RunningServer } from '../../src/server.js';
 import { listSnapshotIds, readAccess, readCurrentId, readManifest, snapshotPath, type Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { applyBatch } from '../../src/snapshots/write/apply.js';
 import { compactLayers, hasDeltas } from '../../src/snapshots/write/whole-layer.js';
-import { isWholeFile, tidyFile } from '../../src/snapshots/delta-layout.js';
+import { isWholeFile, standingRuns, tidyFile } from '../../src/snapshots/delta-layout.js';
 import { tidyUnit } from '../../src/snapshots/write/tidy.js';
 import { loadSnapshot } from '../../src/snapshots/write/load.js';
 import { WriterInstance } from '../../src/snapshots/write/writer-instance.js';
@@ -191,7 +191,7 @@ describe('change batches answer as a full load of the resulting source', functio
           manifest = (await apply()).manifest;
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
-        if ((manifest.changedOrganizations ?? []).some((o) => before.wholeRuns?.includes(o))) forms.add('a batch over a run');
+        if ((manifest.changedOrganizations ?? []).some((o) => standingRuns(before).has(o))) forms.add('a batch over a run');
         // A fold over an organization a tidying unit's overlay holds whole under the deltas: its rows the unit
         // holds already are left out of the older delta (delta.ts settledRows).
         const heldBefore = new Set([...before.majorOrganizations ?? [], ...before.deltaOrganizations ?? []]);
@@ -245,9 +245,10 @@ describe('change batches answer as a full load of the resulting source', functio
         if (i === 2 || i === 4) {
           const wholeBefore = before.whole === undefined ? null : await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
           // Its views sorted and written in parts of a few rows each (whole-views.ts writeParts). Every
-          // organization read from the base written as a run over it (delta-layout.ts RUN_ROWS) the first time,
-          // where a run would replace at most a third of it the second (the others whole).
-          const runs = i === 2 ? { runRows: 0, runShare: 1 } : { runRows: 0, runShare: 1 / 3 };
+          // organization read from the base or a compaction's layer written as a run over it (delta-layout.ts
+          // RUN_ROWS) the first time, and the second for one seed in two; for the other, where a run would
+          // replace at most a third of it (the others whole).
+          const runs = i === 2 || seed % 2 === 0 ? { runRows: 0, runShare: 1 } : { runRows: 0, runShare: 1 / 3 };
           const compacted = await compactLayers(viaBatches, { memoryLimit: '1GB', tier: 0, partRows: i === 2 ? 100 : undefined, ...runs });
           expect(compacted, `${step.name}: layers compacted`).to.not.equal(null);
           const whole = await readManifest(viaBatches, compacted!.id);
@@ -258,15 +259,18 @@ describe('change batches answer as a full load of the resulting source', functio
             const deltaHeld = new Set([...wholeBefore.majorOrganizations ?? [], ...wholeBefore.deltaOrganizations ?? []]);
             const overlaid = new Set((wholeBefore.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
             const untouched = (wholeBefore.wholeOrganizations ?? []).filter((o) => !deltaHeld.has(o) && !overlaid.has(o) && wholeBefore.organizationKeys?.[o] !== undefined);
-            expect(Object.keys(left?.organizations ?? {}).sort(), `${step.name}: the earlier whole layer left in place`).to.deep.equal(untouched.sort());
-            const runsBefore = (wholeBefore.wholeRuns ?? []).filter((o) => !overlaid.has(o) && wholeBefore.organizationKeys?.[o] !== undefined);
-            expect([...whole.wholeOrganizations ?? [], ...whole.wholeRuns ?? []].sort(), `${step.name}: the new whole layer holds what the deltas held, and the runs`)
+            // With the organizations the new layer's runs lie over it for.
+            const runsOver = Object.entries(whole.wholeRuns ?? {}).filter(([, over]) => over === wholeBefore.whole).map(([o]) => o);
+            expect(Object.keys(left?.organizations ?? {}).sort(), `${step.name}: the earlier whole layer left in place`).to.deep.equal([...untouched, ...runsOver].sort());
+            const runsBefore = [...standingRuns(wholeBefore)].filter((o) => wholeBefore.organizationKeys?.[o] !== undefined);
+            expect([...whole.wholeOrganizations ?? [], ...Object.keys(whole.wholeRuns ?? {})].sort(), `${step.name}: the new whole layer holds what the deltas held, and the runs`)
               .to.deep.equal([...new Set([...deltaHeld, ...runsBefore])].sort());
             if (left) forms.add('an earlier whole layer left in place');
-            if (runsBefore.some((o) => whole.wholeRuns?.includes(o))) forms.add('a run written again');
+            if (runsBefore.some((o) => whole.wholeRuns?.[o] !== undefined)) forms.add('a run written again');
             if (runsBefore.some((o) => whole.wholeOrganizations?.includes(o))) forms.add('a run written whole');
           }
-          if ((whole.wholeRuns ?? []).length > 0) forms.add('runs over the base');
+          if (Object.values(whole.wholeRuns ?? {}).includes(whole.database!)) forms.add('runs over the base');
+          if (Object.values(whole.wholeRuns ?? {}).some(isWholeFile)) forms.add('a run over a compaction\'s layer');
           // A follower killed after the switch but before the replaced layers went: the next idle pass, with
           // nothing to compact, removes them.
           const dir = snapshotPath(viaBatches, whole.id);
@@ -283,6 +287,7 @@ describe('change batches answer as a full load of the resulting source', functio
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
       expect([...forms], [...forms].join(', ')).to.include.members(['runs over the base', 'a batch over a run']);
+      expect([...forms].some((f) => f.startsWith('a run written')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.
       expect(everAsked.size).to.equal([...everOrgs].flatMap((org) => routes(org).flat()).length);
 

@@ -124,7 +124,7 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
 
   });
 
-  it('writes a large organization read from the base as a run over it while the run replaces little of it, then whole', async () => {
+  it('writes a large organization as a run over its lowest layer while the run replaces little of it, then whole', async () => {
     const { large, small, step, compact, current } = await twins('runs');
     // Any organization of more than one row is large here; a run may replace a tenth of its workspaces.
     const runs: WholeLayerOptions = { runRows: 1, runShare: 0.1 };
@@ -133,7 +133,7 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
     // run, and lists the base rows they replace.
     await step(1, large);
     const first = await compact('first compaction', runs);
-    expect(first.manifest.wholeRuns).to.deep.equal([large]);
+    expect(first.manifest.wholeRuns).to.deep.equal({ [large]: first.manifest.database });
     expect(first.manifest.wholeOrganizations).to.deep.equal([]);
     expect(first.done.runs).to.equal(1);
     expect(first.manifest.hidden?.[large], 'its figures, listed by the whole layer').to.deep.include({ lowest: first.manifest.database, positionsIn: 'whole' });
@@ -150,7 +150,7 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
 
     // Compacted again: the run is written again with what the deltas hold of it, the small organization whole.
     const second = await compact('second compaction', runs);
-    expect(second.manifest.wholeRuns).to.deep.equal([large]);
+    expect(second.manifest.wholeRuns).to.deep.equal({ [large]: first.manifest.database });
     expect(second.manifest.wholeOrganizations).to.deep.equal([small]);
     expect(second.manifest.hidden?.[large]).to.deep.include({ positionsIn: 'whole' });
     expect(second.manifest.hidden?.[large]?.rows.workspaces).to.equal(4);
@@ -160,5 +160,27 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
     const third = await compact('third compaction', { runRows: 1, runShare: 0 });
     expect(third.manifest.wholeRuns).to.equal(undefined);
     expect(third.manifest.wholeOrganizations).to.deep.equal([large, small].sort());
+
+    // Changed again, it is written as a run over that whole layer, which stays in place as its lowest layer.
+    await step(5, large);
+    const fourth = await compact('fourth compaction', runs);
+    expect(fourth.manifest.wholeRuns).to.deep.equal({ [large]: third.manifest.whole });
+    expect(fourth.manifest.overlays?.find((o) => o.file === third.manifest.whole)?.organizations).to.have.keys([large, small].sort());
+    expect(fourth.manifest.hidden?.[large]).to.deep.include({ lowest: third.manifest.whole, positionsIn: 'whole' });
+    expect(fourth.manifest.hidden?.[large]?.rows.workspaces).to.equal(2);
+
+    // A batch over the run and the layer under it; compacted, the run is written again over the same layer.
+    await step(6, large);
+    expect((await current()).hidden?.[large]).to.deep.include({ lowest: third.manifest.whole, positionsIn: 'delta' });
+    const fifth = await compact('fifth compaction', runs);
+    expect(fifth.manifest.wholeRuns).to.deep.equal({ [large]: third.manifest.whole });
+    expect(fifth.manifest.hidden?.[large]?.rows.workspaces).to.equal(4);
+
+    // Written whole at last, the layer under the run keeps nothing of it.
+    await step(7, small);
+    const sixth = await compact('sixth compaction', { runRows: 1, runShare: 0 });
+    expect(sixth.manifest.wholeRuns).to.equal(undefined);
+    expect(sixth.manifest.wholeOrganizations).to.include(large);
+    expect((sixth.manifest.overlays ?? []).some((o) => o.organizations[large] !== undefined)).to.equal(false);
   });
 });

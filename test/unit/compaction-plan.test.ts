@@ -30,13 +30,36 @@ describe('compaction: what it writes', () => {
 
   it('writes again the runs the whole layer holds over the base, and never leaves them in place with it', () => {
     const m = snapshot({ a: 100, b: 5_000, c: 300, d: 9_000 }, {
-      delta: 'delta.duckdb', deltaOrganizations: ['a'],
-      whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'], wholeRuns: ['c', 'd'], overlays: [{ file: 'overlay-5.duckdb', id: 's5', organizations: { d: 4 } }],
+      database: 'snapshot.duckdb', delta: 'delta.duckdb', deltaOrganizations: ['a'],
+      whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['b'], wholeRuns: { c: 'snapshot.duckdb', d: 'snapshot.duckdb' },
+      overlays: [{ file: 'overlay-5.duckdb', id: 's5', organizations: { d: 4 } }],
     });
-    const plan = planCompaction(m);
-    // c is a run: written again though no delta holds it; d's run is hidden by its overlay; b (5,000 rows) stays.
+    const plan = planCompaction(m, { runRows: 1 });
+    // c's run stands: written again though no delta holds it; d's ended when a batch wrote d whole into its
+    // overlay; b (5,000 rows) stays.
     expect(plan.held).to.deep.equal(['a', 'c']);
     expect(plan.demoted).to.deep.equal({ file: 'whole-3.duckdb', id: 's3', organizations: { b: 2 } });
+    // With no figures of what the deltas replace of it, c is written whole.
+    expect(plan.runs).to.deep.equal({});
+    const figures = { c: { lowest: 'snapshot.duckdb', rows: { workspaces: 3 }, ranges: null } };
+    expect(planCompaction({ ...m, hidden: figures }, { runRows: 1, runShare: 0.1 }).runs).to.deep.equal({ c: 'snapshot.duckdb' });
+    expect(planCompaction({ ...m, hidden: figures }, { runRows: 1, runShare: 0.001 }).runs).to.deep.equal({});
+  });
+
+  it('writes a run over a compaction\'s layer, which then stays in place with the organization as its current copy', () => {
+    const m = snapshot({ a: 100, big: 900_000, b: 50 }, {
+      database: 'snapshot.duckdb', delta: 'delta.duckdb', deltaOrganizations: ['a', 'big', 'b'],
+      whole: 'whole-3.duckdb', wholeId: 's3', wholeOrganizations: ['big', 'b'],
+      hidden: { big: { lowest: 'whole-3.duckdb', rows: { workspaces: 700, resources: 2_100 }, ranges: null } },
+    });
+    const plan = planCompaction(m);
+    expect(plan.runs).to.deep.equal({ big: 'whole-3.duckdb' });
+    expect(plan.held).to.deep.equal(['a', 'b', 'big']);
+    expect(plan.demoted).to.deep.equal({ file: 'whole-3.duckdb', id: 's3', organizations: { big: 2 } });
+    // Past four kept layers the smallest are taken in: with a run over one, it is written whole with it.
+    const taken = planCompaction(m, { keptLayers: 0 });
+    expect(taken.runs).to.deep.equal({});
+    expect(taken.rewritten).to.deep.equal(['whole-3.duckdb']);
   });
 
   it('counts of a large organization read from the base what its run would hold, not its every row', () => {
@@ -46,6 +69,7 @@ describe('compaction: what it writes', () => {
     });
     // 100 + 2,800 written: b's 5,000 rows stay where they lie; counted whole, big would take b in.
     expect(planCompaction(m).held).to.deep.equal(['a', 'big']);
+    expect(planCompaction(m).runs).to.deep.equal({ big: 'snapshot.duckdb' });
     expect(planCompaction(m, { runRows: Infinity }).held).to.deep.equal(['a', 'b', 'big']);
   });
 

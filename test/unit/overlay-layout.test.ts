@@ -2,7 +2,7 @@
 // statements that read the layers under the deltas as one.
 import { expect } from 'chai';
 import { VIEW_NAMES } from '../../src/catalog/catalog.js';
-import { organizationLayers, partRows, underStatements } from '../../src/snapshots/delta-layout.js';
+import { organizationLayers, partRows, standingRuns, underStatements } from '../../src/snapshots/delta-layout.js';
 import type { Manifest } from '../../src/snapshots/snapshot-dir.js';
 import { overlaysToMerge } from '../../src/snapshots/write/apply.js';
 
@@ -73,12 +73,38 @@ describe('layers: which an organization reads', () => {
     expect(organizationLayers('w', set)).to.deep.equal({ stack: ['whole'], whole: 'whole' });
     expect(organizationLayers('wd', set)).to.deep.equal({ stack: ['whole', 'major'], whole: 'whole' });
   });
-  it('reads a run over the base between the base and the deltas, unless an overlay is its current copy', () => {
+  it('reads a run between its lowest layer, the base or an overlay, and the deltas', () => {
     expect(organizationLayers('r', set)).to.deep.equal({ stack: ['base', 'whole', 'major', 'minor'], whole: null });
-    expect(organizationLayers('o', set)).to.deep.equal({ stack: ['overlay', 'major'], whole: 'overlay' });
+    expect(organizationLayers('o', set)).to.deep.equal({ stack: ['overlay', 'whole', 'major'], whole: 'overlay' });
+    expect(organizationLayers('o', { ...set, runHolds: new Set(['r']) })).to.deep.equal({ stack: ['overlay', 'major'], whole: 'overlay' });
   });
   it('reads the base and the deltas that hold it otherwise, and no run without a whole layer', () => {
     expect(organizationLayers('b', set)).to.deep.equal({ stack: ['base', 'minor'], whole: null });
     expect(organizationLayers('r', { ...set, whole: null })).to.deep.equal({ stack: ['base', 'major', 'minor'], whole: null });
+  });
+});
+
+describe('layers: the runs that stand', () => {
+  it('are those whose lowest layer is still the file they lie over', () => {
+    const m = {
+      database: 'snapshot.duckdb', whole: 'whole-9.duckdb', wholeOrganizations: ['w'],
+      wholeRuns: { r: 'snapshot.duckdb', k: 'whole-4.duckdb', gone: 'whole-4.duckdb', moved: 'snapshot.duckdb' },
+      overlays: [{ file: 'whole-4.duckdb', id: 's4', organizations: { k: 2 } as Record<string, number> }, { file: 'overlay-7.duckdb', id: 's7', organizations: { moved: 3 } }],
+    };
+    // gone's lowest layer is the base now (its kept layer no longer holds it); moved's a batch's overlay.
+    expect([...standingRuns(m)].sort()).to.deep.equal(['k', 'r']);
+    expect([...standingRuns({ ...m, whole: undefined })]).to.deep.equal([]);
+  });
+});
+
+describe('layers: an overlay\'s organization under a run of the whole layer', () => {
+  it('is read from the overlay less what the run replaces, then the run, in the schema and alone', () => {
+    const [sql] = underStatements('f_under', ['f_base', 'f_whole'], [{ alias: 'f_overlay0', organizations: { a: 1, r: 2 }, runs: { r: 2 } }]).slice(1);
+    expect(sql).to.contain('UNION ALL SELECT * FROM f_overlay0."workspaces" WHERE _org_key IN (1)');
+    expect(sql).to.contain('ANTI JOIN (SELECT _org_key, id FROM f_whole.replaced_workspaces) r0 ON r0.id = b."external_id" AND r0._org_key = b._org_key) WHERE _org_key IN (2)');
+    expect(sql).to.contain('UNION ALL SELECT * FROM f_whole."workspaces" WHERE _org_key IN (2)');
+    const alone = partRows(['f_base', 'f_whole'], 'f_overlay0', '"workspaces"', 'external_id', '_org', '_org_key = 2', 2, true);
+    expect(alone).to.equal(`SELECT _org FROM (SELECT b.* FROM f_overlay0."workspaces" b ANTI JOIN (SELECT id FROM f_whole.replaced_workspaces WHERE _org_key = 2) r0 ON r0.id = b."external_id") b WHERE _org_key = 2
+  UNION ALL SELECT _org FROM f_whole."workspaces" WHERE _org_key = 2`);
   });
 });

@@ -9,7 +9,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, storedMerge } from '../delta-layout.js';
+import { layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, standingRuns, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -187,7 +187,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
   const minor = await layer(manifest.delta, id);
   const layers: Layers = {
     base: attachment?.alias ?? '', whole, overlays, major, minor,
-    wholeHolds: new Set(manifest.wholeOrganizations ?? []), runHolds: new Set(manifest.wholeRuns ?? []),
+    wholeHolds: new Set(manifest.wholeOrganizations ?? []), runHolds: standingRuns(manifest),
     majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
   };
   const layered = (organization: string) => layers.overlays.has(organization) || layers.wholeHolds.has(organization)

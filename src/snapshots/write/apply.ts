@@ -9,7 +9,7 @@ import {
   BATCHES_RECORDED, DEFAULT_SNAPSHOT_KEEP, readAccess, DEFAULT_SNAPSHOT_KEEP_DAYS, fsyncPath, newSnapshotId, pruneSnapshots, readCurrentId, readManifest, snapshotPath, snapshotsDir,
   writeCurrentId, type AppliedBatch, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
-import { DELTA_FILE, type HiddenRows, isWholeFile, lowestFile, MAJOR_FILE, organizationSize, LIFT_ROWS, MAX_OVERLAYS, overlayFile, WHOLE_ROWS } from '../delta-layout.js';
+import { DELTA_FILE, type HiddenRows, isWholeFile, lowestFile, MAJOR_FILE, organizationSize, LIFT_ROWS, MAX_OVERLAYS, overlayFile, standingRuns, WHOLE_ROWS } from '../delta-layout.js';
 import { acquireWriterLock, DEFAULT_WRITER_WAIT_MS, type LockOptions } from '../writer-lock.js';
 import { deletionsFile, validateBatch, type SourceState } from './batch-validator.js';
 import { layerPaths } from './build-steps.js';
@@ -196,8 +196,8 @@ const COALESCED_DIR = 'coalesced-batch';
  * deltas still hold, each only while its lowest layer is the one it was found in.
  */
 function hiddenRowsOf(manifest: Manifest, before: Manifest['hidden'], found: Record<string, HiddenRows>, fold: boolean): Record<string, HiddenRows> {
-  // The whole layer's runs over the base (delta-layout.ts RUN_ROWS) hide base rows whether a delta holds them or not.
-  const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? [], ...manifest.wholeRuns ?? []]);
+  // The whole layer's runs (delta-layout.ts RUN_ROWS) hide rows of their lowest layer whether a delta holds them or not.
+  const held = new Set([...manifest.deltaOrganizations ?? [], ...manifest.majorOrganizations ?? [], ...standingRuns(manifest)]);
   // The older delta a fold writes keeps the lists of the organizations it touched alone (delta.ts findHidden):
   // the figures it carries keep their counts and runs, not the list's place (the whole layer's stays).
   const carried = Object.fromEntries(Object.entries(before ?? {}).map(([org, h]) => {

@@ -10,7 +10,7 @@ import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { join } from 'node:path';
 import { fsyncPath, type Manifest } from '../snapshot-dir.js';
 import { sqlLiteral } from '../../duckdb/sql.js';
-import { underStatements, type OverlayPart } from '../delta-layout.js';
+import { standingRuns, underStatements, type OverlayPart } from '../delta-layout.js';
 
 
 /**
@@ -48,7 +48,8 @@ export async function createViewTable(db: DuckDBConnection, table: string, selec
 export interface LayerPaths {
   base: string;
   whole: string | null;
-  overlays: { path: string; organizations: Readonly<Record<string, number>> }[];
+  /** Each overlay, the organizations it is the current copy of, and those of them the whole layer holds a run over. */
+  overlays: { path: string; organizations: Readonly<Record<string, number>>; runs?: Readonly<Record<string, number>> }[];
   major: string | null;
   minor: string | null;
 }
@@ -56,9 +57,13 @@ export interface LayerPaths {
 /** The layer files of the snapshot in `dir` that `manifest` describes. */
 export const layerPaths = (dir: string, manifest: Manifest): LayerPaths => {
   const inDir = (name: string | undefined) => (name ? join(dir, name) : null);
+  const standing = standingRuns(manifest);
   return {
     base: join(dir, manifest.database!), whole: inDir(manifest.whole), major: inDir(manifest.major), minor: inDir(manifest.delta),
-    overlays: (manifest.overlays ?? []).map((o) => ({ path: join(dir, o.file), organizations: o.organizations })),
+    overlays: (manifest.overlays ?? []).map((o) => {
+      const runs = Object.fromEntries(Object.entries(o.organizations).filter(([org]) => standing.has(org)));
+      return { path: join(dir, o.file), organizations: o.organizations, ...(Object.keys(runs).length > 0 ? { runs } : {}) };
+    }),
   };
 };
 
@@ -122,7 +127,7 @@ export async function attachLayers(run: (sql: string) => Promise<unknown>, paths
   await attach('f_base', paths.base);
   const whole = await attach('f_whole', paths.whole);
   const overlays: OverlayPart[] = [];
-  for (const [i, o] of paths.overlays.entries()) overlays.push({ alias: (await attach(`f_overlay${i}`, o.path))!, organizations: o.organizations });
+  for (const [i, o] of paths.overlays.entries()) overlays.push({ alias: (await attach(`f_overlay${i}`, o.path))!, organizations: o.organizations, ...(o.runs ? { runs: o.runs } : {}) });
   const major = await attach('f_major', paths.major);
   const minor = await attach('f_minor', paths.minor, false);
   // What an earlier batch kept that this snapshot no longer has (a whole layer compacted away, fewer overlays).

@@ -12,7 +12,7 @@ import { openInstance } from '../../duckdb/open-instance.js';
 import { sortKeys } from '../../query/query.js';
 import {
   BATCH_POSITIONS, BATCH_THREADS, DELTA_POSITION_BASE, mergedGroupedRows, mergedState, mergedViewRows, OVERLAY_POSITION_BASE, standing, standingGroups, OVERLAY_POSITIONS, TIDY_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type StateKind,
-  type OverlayPart, type HiddenRows, hiddenTable, lowestFile, organizationSize, overlayHolding, partRows,
+  type OverlayPart, type HiddenRows, hiddenTable, lowestFile, organizationSize, overlayHolding, partRows, standingRuns,
 } from '../delta-layout.js';
 import { writeWholeViews } from './whole-views.js';
 import type { AccessData, Manifest } from '../snapshot-dir.js';
@@ -658,10 +658,14 @@ async function readTouched({ input, run, overlays, whole }: Build, touchedNames:
   // organization read from its own layer").
   const key = ident(ORGANIZATION_KEY_COLUMN);
   const low = ['f_base', ...(whole ? [whole] : [])];
-  const parts = new Map<string | null, string[]>();
+  // By overlay, and apart within one those the whole layer holds a run over (read through it).
+  const parts = new Map<string, { overlay: string | null; overRun: boolean; names: string[] }>();
   for (const name of touchedNames) {
-    const part = overlayHolding(overlays, name);
-    parts.set(part, [...parts.get(part) ?? [], name]);
+    const overlay = overlayHolding(overlays, name);
+    const overRun = overlay !== null && overlays.some((o) => o.runs?.[name] !== undefined);
+    const part = `${overlay} ${overRun}`;
+    if (!parts.has(part)) parts.set(part, { overlay, overRun, names: [] });
+    parts.get(part)!.names.push(name);
   }
   const apart = input.touchedRead?.scansApart ?? SCANS_APART;
   // Each scan's rows of `table`, its workspace in `column`: one scan per organization where they are few, else
@@ -670,13 +674,13 @@ async function readTouched({ input, run, overlays, whole }: Build, touchedNames:
     const selects: string[] = [];
     const by = keyed ? key : 'organization';
     const constant = (v: string | number) => (typeof v === 'number' ? String(v) : sqlLiteral(v));
-    for (const [part, names] of parts) {
+    for (const { overlay, overRun, names } of parts.values()) {
       const values = keyed ? names.filter((n) => organizationKeys[n] !== undefined).map((n) => Math.trunc(organizationKeys[n]!)) : names;
       if (values.length === 0) continue;
       if (touchedNames.length <= apart) {
-        for (const v of values) selects.push(partRows(low, part, table, column, columns, `${by} = ${constant(v)}`, typeof v === 'number' ? v : undefined));
+        for (const v of values) selects.push(partRows(low, overlay, table, column, columns, `${by} = ${constant(v)}`, typeof v === 'number' ? v : undefined, overRun));
       } else {
-        selects.push(partRows(low, part, table, column, columns, `${by} IN (${values.map(constant).join(', ')})`));
+        selects.push(partRows(low, overlay, table, column, columns, `${by} IN (${values.map(constant).join(', ')})`, undefined, overRun));
       }
     }
     return selects.length === 0 ? `SELECT ${columns} FROM ${low[0]}.${table} WHERE false` : selects.join('\n  UNION ALL ');
@@ -842,11 +846,11 @@ async function findHidden({ input, run, all, kept, inPlace, whole }: Build, touc
   const positionsIn = input.fold ? 'major' : 'delta';
   const hidden: Record<string, HiddenRows> = Object.fromEntries(orgs.map((o) => [o, { lowest: lowestFile(input.current, o) ?? '', rows: {}, ranges: {}, positionsIn }]));
   const byKey = new Map(orgs.map((o) => [Math.trunc(keys[o]!), hidden[o]!]));
-  // An organization the whole layer holds as a run over the base (delta-layout.ts RUN_ROWS): its lowest layer is
-  // the base, whose rows the run replaces are listed in the whole layer; the rows read under the deltas are
-  // the base's that stand and the run's, of which only the base's are the lowest layer's.
-  const runs = new Set(input.current.wholeRuns ?? []);
-  const inRuns = whole === null ? [] : orgs.filter((o) => runs.has(o) && lowestFile(input.current, o) === input.current.database);
+  // An organization the whole layer holds as a run over its lowest layer (delta-layout.ts RUN_ROWS): the rows
+  // of that layer the run replaces are listed in the whole layer; the rows read under the deltas are that
+  // layer's that stand and the run's, of which only the former are the lowest layer's.
+  const runs = standingRuns(input.current);
+  const inRuns = whole === null ? [] : orgs.filter((o) => runs.has(o));
   const inRun = inRuns.length === 0 ? null : keyConstants(inRuns.map((o) => keys[o]!));
   for (const view of VIEW_NAMES) {
     const column = workspaceColumn(view);
@@ -859,7 +863,7 @@ async function findHidden({ input, run, all, kept, inPlace, whole }: Build, touc
     await run(`CREATE TABLE IF NOT EXISTS ${list} (_org_key INTEGER, pos BIGINT);${inPlace ? `
       DELETE FROM ${list}${input.fold ? '' : ` WHERE _org_key IN (${keyList})`};` : ''}
       INSERT INTO ${list} SELECT t._org_key, t.${position} AS pos FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)}${
-  inRun ? ` WHERE t._org_key NOT IN (${inRun}) OR t.${position} < ${DELTA_POSITION_BASE}
+  inRun ? ` ANTI JOIN (SELECT ${position} FROM ${whole}.${ident(view)} WHERE _org_key IN (${inRun})) w ON w.${position} = t.${position}
         UNION SELECT _org_key, pos FROM ${whole}.${ident(hiddenTable(view))} WHERE _org_key IN (${inRun})` : ''} ORDER BY ALL`);
     await countHidden(all, list, view, byKey, keyList);
   }

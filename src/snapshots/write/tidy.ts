@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  continuesLine, lowestFile, organizationLayers, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, organizationLayers, standingRuns, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
@@ -122,7 +122,7 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       // organizations kept the scans from skipping to the organization's row groups (0.1 s a small organization).
       const stackOf = (org: string) => organizationLayers(org, {
         base: 'f_base', whole: layers.whole, major: layers.major, minor: layers.minor, overlayOf: (o) => overlayHolding(layers.overlays, o),
-        wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: new Set(current.wholeRuns ?? []),
+        wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: standingRuns(current),
         majorHolds: new Set(current.majorOrganizations ?? []), minorHolds: new Set(current.deltaOrganizations ?? []),
       }).stack;
       // Each organization read by its own key, which the scans test against their zone maps.

@@ -14,7 +14,10 @@
 // besides it (planCompaction). A larger one stays where it lies, the current copy of its organizations as an
 // overlay is, so that an organization is rewritten about once each time the rows written around it double
 // (size-tiered, as LSM engines merge runs of like size), not at every compaction: without that, the whole layer
-// grew with every organization touched since the load and each compaction copied it again.
+// grew with every organization touched since the load and each compaction copied it again. A large
+// organization whose lowest layer is the base or such a layer, and of which little changed, is written as a run
+// over that layer (delta-layout.ts RUN_ROWS), which stays in place: the largest organization, which every large
+// batch of a stream touches, then costs a compaction its change, not its two million rows.
 //
 // Batches need not wait for it: when batches made other snapshots current while it ran, the new whole layer
 // goes under the current snapshot's deltas instead (rebased). Every delta is cumulative over the layers
@@ -27,7 +30,8 @@ import { join } from 'node:path';
 import { POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  continuesLine, hiddenTable, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, lowestFile, mergedGroupedRows, organizationSize, mergedState, mergedViewRows, RUN_ROWS, RUN_SHARE,
+  continuesLine, hiddenTable, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, lowestFile, mergedGroupedRows, organizationLayers, organizationSize, mergedState, mergedViewRows, overlayHolding,
+  RUN_ROWS, RUN_SHARE, standingRuns,
   wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type HiddenRows, type StateKind,
 } from '../delta-layout.js';
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
@@ -79,14 +83,16 @@ export interface WholeLayerResult {
 export interface CompactionPlan {
   /**
    * Every organization the new whole layer holds: those the deltas hold, those of the layers rewritten, and
-   * those the whole layer holds as runs over the base (never left in place: an overlay holds organizations whole).
+   * the whole layer's runs (never left in place with it: an overlay holds organizations whole).
    */
   held: string[];
+  /** Of those, the ones written as runs, each with the file it lies over (its lowest layer, left in place). */
+  runs: Record<string, string>;
   /** Of those, the ones an overlay entry held (a kept layer rewritten now), with the key it knew each by. */
   fromOverlays: Record<string, number>;
   /** The files of earlier compactions whose organizations the new layer takes in (the whole layer's among them). */
   rewritten: string[];
-  /** The current whole layer as an overlay entry when it stays in place: its organizations no delta holds. */
+  /** The current whole layer as an overlay entry when it stays in place: its organizations no delta holds, and those a run lies over it for. */
   demoted: OverlayEntry | null;
 }
 
@@ -94,38 +100,48 @@ export interface CompactionPlan {
  * What a compaction of `m` writes (whole-layer.ts, above): the organizations its deltas hold, and the layers an
  * earlier compaction wrote (the whole layer's organizations no overlay or delta holds, and each kept one among
  * the overlays) taken smallest first while each holds no more rows than `tier` times what the compaction writes
- * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources;
- * of a large organization read from the base (more than `runRows`), those the deltas replace, its run's.
+ * besides it, or while more than `keptLayers` would stay. Rows are an organization's workspaces and resources.
+ * An organization of more than `runRows` whose lowest layer is the base or a compaction's file, which the
+ * manifest's figures say the deltas and the whole layer's run of it replace at most `runShare` of, is written
+ * as a run over that layer (counted by the rows replaced), and the layer keeps it, unless it is taken in.
  */
-export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1, runRows = RUN_ROWS }: { keptLayers?: number; tier?: number; runRows?: number } = {}): CompactionPlan {
+export function planCompaction(m: Manifest, { keptLayers = KEPT_WHOLE_LAYERS, tier = 1, runRows = RUN_ROWS, runShare = RUN_SHARE }: { keptLayers?: number; tier?: number; runRows?: number; runShare?: number } = {}): CompactionPlan {
   const size = (o: string) => organizationSize(m, o);
-  // What the compaction writes of an organization: a large one read from the base, likely a run (RUN_ROWS),
-  // the rows the deltas replace of it where the manifest's figures say (delta-layout.ts HiddenRows).
-  const written = (o: string) => {
-    const h = m.hidden?.[o];
-    return size(o) > runRows && lowestFile(m, o) === m.database && h !== undefined && h.lowest === m.database
-      ? Object.values(h.rows).reduce((a, n) => a + n, 0) : size(o);
-  };
   const deltaHeld = new Set([...(m.major ? m.majorOrganizations ?? [] : []), ...(m.delta ? m.deltaOrganizations ?? [] : [])]);
+  const standing = standingRuns(m);
   const overlaid = new Set((m.overlays ?? []).flatMap((o) => Object.keys(o.organizations)));
   const keys = m.organizationKeys ?? {};
-  const live = (organizations: Record<string, number>) => Object.fromEntries(Object.entries(organizations).filter(([o]) => !deltaHeld.has(o)));
+  // Runs, by the figures of the rows of its lowest layer that the layers over it replace (delta-layout.ts HiddenRows).
+  const runs: Record<string, string> = {};
+  for (const o of new Set([...deltaHeld, ...standing])) {
+    const lowest = lowestFile(m, o);
+    const h = m.hidden?.[o];
+    if (keys[o] === undefined || size(o) <= runRows || lowest === undefined || !(lowest === m.database || isWholeFile(lowest))) continue;
+    if (h === undefined || h.lowest !== lowest || (h.rows.workspaces ?? 0) > runShare * (m.organizationRows?.workspaces?.[o] ?? 0)) continue;
+    runs[o] = lowest;
+  }
+  const changed = (o: string) => (runs[o] === undefined ? size(o) : Object.values(m.hidden![o]!.rows).reduce((a, n) => a + n, 0));
+  // A layer's organizations that stay its own if it stays: those no delta holds, and those a run lies over it for.
+  const live = (file: string, organizations: Record<string, number>) => Object.fromEntries(Object.entries(organizations).filter(([o]) => !deltaHeld.has(o) || runs[o] === file));
   const layers = [
-    ...(m.whole ? [{ file: m.whole, id: m.wholeId ?? m.id, overlay: false, organizations: live(Object.fromEntries((m.wholeOrganizations ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined).map((o) => [o, keys[o]!]))) }] : []),
-    ...(m.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => ({ file: o.file, id: o.id, overlay: true, organizations: live(o.organizations) })),
+    ...(m.whole ? [{ file: m.whole, id: m.wholeId ?? m.id, overlay: false, organizations: live(m.whole, Object.fromEntries((m.wholeOrganizations ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined).map((o) => [o, keys[o]!]))) }] : []),
+    ...(m.overlays ?? []).filter((o) => isWholeFile(o.file)).map((o) => ({ file: o.file, id: o.id, overlay: true, organizations: live(o.file, o.organizations) })),
   ].map((l) => ({ ...l, rows: Object.keys(l.organizations).reduce((a, o) => a + size(o), 0) }))
     .sort((a, b) => a.rows - b.rows || (a.file < b.file ? -1 : 1));
-  let rows = [...deltaHeld].reduce((a, o) => a + written(o), 0);
+  let rows = [...deltaHeld].reduce((a, o) => a + changed(o), 0);
   const taken: typeof layers = [];
   for (const [i, l] of layers.entries()) {
     if (l.rows > rows * tier && layers.length - i <= keptLayers) break;
     taken.push(l);
     rows += l.rows;
   }
+  // A run over a layer taken in is written whole with it.
+  const rewritten = new Set(taken.map((l) => l.file));
+  for (const [o, over] of Object.entries(runs)) if (rewritten.has(over)) delete runs[o];
   const current = layers.find((l) => !l.overlay && !taken.includes(l));
-  const runs = m.whole ? (m.wholeRuns ?? []).filter((o) => !overlaid.has(o) && keys[o] !== undefined) : [];
   return {
-    held: [...new Set([...deltaHeld, ...runs, ...taken.flatMap((l) => Object.keys(l.organizations))])].sort(),
+    held: [...new Set([...deltaHeld, ...[...standing].filter((o) => keys[o] !== undefined), ...taken.flatMap((l) => Object.keys(l.organizations))])].sort(),
+    runs,
     fromOverlays: Object.assign({}, ...taken.filter((l) => l.overlay).map((l) => l.organizations)),
     rewritten: taken.map((l) => l.file),
     demoted: current && Object.keys(current.organizations).length > 0 ? { file: current.file, id: current.id, organizations: current.organizations } : null,
@@ -161,21 +177,19 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
   // an organization an overlay alone holds is whole already (delta-layout.ts).
   const deltaHeld = new Set([...(current.majorOrganizations ?? []), ...(current.deltaOrganizations ?? [])]);
   const overlaid = new Map((current.overlays ?? []).flatMap((o) => Object.entries(o.organizations)));
-  const plan = planCompaction(current, { tier: opts.tier, runRows: opts.runRows });
+  const plan = planCompaction(current, { tier: opts.tier, runRows: opts.runRows, runShare: opts.runShare });
   const held = plan.held;
+  const runs = Object.keys(plan.runs);
+  const whole = held.filter((o) => plan.runs[o] === undefined);
   // Keys from our own manifest (integers), never a client's: written out so that zone maps skip the rest.
   const keyOf = (o: string) => current.organizationKeys?.[o];
   const keyList = (orgs: readonly string[]) => orgs.map(keyOf).filter((k): k is number => k !== undefined).map((k) => Math.trunc(k)).join(', ') || 'NULL';
   const nameList = (orgs: readonly string[]) => orgs.map(sqlLiteral).join(', ') || 'NULL';
-  // Large organizations read from the base, which may stay there with a run over them (RUN_ROWS); which of
-  // them do is known once the layers are attached (how much of each the run would replace).
-  const runRows = opts.runRows ?? RUN_ROWS;
-  const candidates = held.filter((o) => keyOf(o) !== undefined && lowestFile(current, o) === current.database && organizationSize(current, o) > runRows);
-  let runs: string[] = [];
   const hidden: Record<string, HiddenRows> = {};
-  // The overlays' organizations the deltas hold too go into the whole layer: their base rows stay hidden by
-  // its replaced workspaces, by the key the overlay knew them by (a deleted organization's is in no other list).
-  const unOverlaid = [...[...overlaid].filter(([o]) => deltaHeld.has(o)).map(([, k]) => k), ...Object.values(plan.fromOverlays)].map((k) => Math.trunc(k));
+  // The overlays' organizations the deltas hold too go into the whole layer (but those a run lies over an
+  // overlay for): their base rows stay hidden by its replaced workspaces, by the key the overlay knew them by
+  // (a deleted organization's is in no other list).
+  const unOverlaid = [...[...overlaid].filter(([o]) => deltaHeld.has(o) && plan.runs[o] === undefined).map(([, k]) => k), ...Object.values(plan.fromOverlays)].map((k) => Math.trunc(k));
   opts.onStart?.(id, held.length);
   await writeLayerFile(tmp, scratch, { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '2GB', signal: opts.signal }, async ({ db, run, all }) => {
     const layers = await attachLayers(run, layerPaths(dir, current));
@@ -184,18 +198,24 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // Each view's rows of the held organizations in the base's order, at positions of this layer's own.
     const first = WHOLE_POSITION_BASE + (current.sequence ?? 0) * WHOLE_POSITIONS;
     if (first + WHOLE_POSITIONS > Number.MAX_SAFE_INTEGER) throw new Error(`snapshot ${id} is the ${current.sequence}th batch since the load: load a source again before compacting`);
-    // A candidate whose workspaces changed since the load (in the whole layer's run of it and the deltas) are
-    // at most the run share of its own stays a run over the base.
-    if (candidates.length > 0) {
-      const changed = new Map((await all(`SELECT _org_key, count(DISTINCT id) FROM (${layers.replacing.map((l) => `SELECT _org_key, id FROM ${l}.replaced_workspaces WHERE _org_key IN (${keyList(candidates)})`).join(' UNION ALL ')}) GROUP BY ALL`))
-        .map(([k, n]) => [Number(k), Number(n)]));
-      runs = candidates.filter((o) => (changed.get(Math.trunc(keyOf(o)!)) ?? 0) <= (opts.runShare ?? RUN_SHARE) * (current.organizationRows?.workspaces?.[o] ?? 0));
-    }
-    const whole = held.filter((o) => !runs.includes(o));
-    // A run is its rows in the layers over the base: the whole layer's run of it, if any, and the deltas'.
+    // Each run's layers as attached: the one it lies over, and those over that one (the current whole layer's
+    // run of it, the deltas that hold it), whose rows and replaced workspaces are the new run's.
+    const alias = new Map<string, string>([[current.database!, 'f_base'], ...(current.whole && layers.whole ? [[current.whole, layers.whole] as [string, string]] : []),
+      ...(current.overlays ?? []).map((o, i) => [o.file, layers.overlays[i]!.alias] as [string, string])]);
+    const set = {
+      base: 'f_base', whole: layers.whole, major: layers.major, minor: layers.minor, overlayOf: (o: string) => overlayHolding(layers.overlays, o),
+      wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: standingRuns(current),
+      majorHolds: new Set(current.majorOrganizations ?? []), minorHolds: new Set(current.deltaOrganizations ?? []),
+    };
+    const runLayers = Object.fromEntries(runs.map((o) => {
+      const { stack } = organizationLayers(o, set);
+      const lowest = alias.get(plan.runs[o]!);
+      if (lowest === undefined || stack[0] !== lowest || stack.length < 2) throw new Error(`compacting the layers of ${id}: ${o} does not read ${plan.runs[o]} under its changes`);
+      return [o, { lowest, over: stack.slice(1), key: Math.trunc(keyOf(o)!) }];
+    }));
+    const each = (select: (r: { lowest: string; over: string[]; key: number }, o: string) => string) => runs.map((o) => ` UNION ALL ${select(runLayers[o]!, o)}`).join('');
     const rows = (view: string) => (workspaceColumn(view)
-      ? `(SELECT * FROM ${mergedViewRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList(whole)})${
-        runs.length > 0 ? ` UNION ALL SELECT * FROM ${mergedViewRows(layers.replacing, view)} t WHERE t."_org_key" IN (${keyList(runs)})` : ''})`
+      ? `(SELECT * FROM ${mergedViewRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList(whole)})${each((r) => `SELECT * FROM ${mergedViewRows(r.over, view, r.key)} t WHERE t."_org_key" = ${r.key}`)})`
       : `(SELECT * FROM ${mergedGroupedRows(layers.stack, view)} t WHERE t."_org_key" IN (${keyList(held)}))`);
     const heldKeys = Object.fromEntries(held.flatMap((o) => (keyOf(o) === undefined ? [] : [[o, keyOf(o)!]])));
     const rowsOf = (o: string) => Math.max(...VIEW_NAMES.map((v) => current.organizationRows?.[v]?.[o] ?? 0));
@@ -206,36 +226,40 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     for (const kind of WHOLE_STATE) await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM ${mergedState(layers.stack, kind)}`);
     for (const kind of Object.keys(WORKSPACE_STATE) as StateKind[]) {
       await run(`CREATE TABLE out.source_${kind} AS SELECT * FROM (SELECT * FROM ${mergedState(layers.stack, kind)} s WHERE s.organization IN (${nameList(whole)})${
-        runs.length > 0 ? ` UNION ALL SELECT * FROM ${mergedState(layers.replacing, kind)} s WHERE s.organization IN (${nameList(runs)})` : ''}) ORDER BY ALL`);
+        each((r, o) => `SELECT * FROM ${mergedState(r.over, kind)} s WHERE s.organization = ${sqlLiteral(o)}`)}) ORDER BY ALL`);
     }
     // Replaced: what the layers above the base replaced (deleted organizations' workspaces among them), and
-    // every workspace of an organization held whole in the base, whose rows this layer now holds whole.
+    // every workspace of an organization held whole in the base, whose rows this layer now holds whole; of a
+    // run, what the layers over its lowest one replaced of it.
     const workspaces = ident(workspaceColumn('workspaces')!);
     const replacedWhole = [keyList(whole), ...unOverlaid].join(', ');
     await run(`CREATE TABLE out.replaced_workspaces AS SELECT DISTINCT * FROM (
-      ${layers.replacing.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces UNION ALL `).join('')
-      }SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${replacedWhole})) ORDER BY ALL`);
-    // Each run's base rows that it replaces, by position (delta-layout.ts hiddenTable), and what they come to.
-    for (const o of runs) hidden[o] = { lowest: current.database!, rows: {}, ranges: {}, positionsIn: 'whole' };
-    const byKey = new Map(runs.map((o) => [Math.trunc(keyOf(o)!), hidden[o]!]));
+      ${layers.replacing.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces${runs.length > 0 ? ` WHERE _org_key NOT IN (${keyList(runs)})` : ''} UNION ALL `).join('')
+      }SELECT "_org_key", "_org" AS organization, ${workspaces} AS id FROM f_base."workspaces" WHERE "_org_key" IN (${replacedWhole})${
+      each((r) => r.over.map((l) => `SELECT _org_key, organization, id FROM ${l}.replaced_workspaces WHERE _org_key = ${r.key}`).join(' UNION ALL '))}) ORDER BY ALL`);
+    // Each run's rows of its lowest layer that it replaces, by position (delta-layout.ts hiddenTable), and what they come to.
+    for (const o of runs) hidden[o] = { lowest: plan.runs[o]!, rows: {}, ranges: {}, positionsIn: 'whole' };
+    const byKey = new Map(runs.map((o) => [runLayers[o]!.key, hidden[o]!]));
+    const lowestRows = (view: string, select: (r: { lowest: string; key: number }) => string) =>
+      (runs.length === 0 ? 'SELECT NULL::INTEGER AS _org_key, NULL::BIGINT AS pos WHERE false' : runs.map((o) => select(runLayers[o]!)).join(' UNION ALL '));
     for (const view of VIEW_NAMES) {
       const column = workspaceColumn(view);
       if (!column) continue;
       for (const h of byKey.values()) { h.rows[view] = 0; if (h.ranges) h.ranges[view] = []; }
       const list = `out.${ident(hiddenTable(view))}`;
-      await run(`CREATE TABLE ${list} AS SELECT b._org_key, b.${ident(POSITION_COLUMN)} AS pos FROM f_base.${ident(view)} b
-        SEMI JOIN (SELECT _org_key, id FROM out.replaced_workspaces WHERE _org_key IN (${keyList(runs)})) r ON r._org_key = b._org_key AND r.id = b.${ident(column)}
-        WHERE b._org_key IN (${keyList(runs)}) ORDER BY ALL`);
+      await run(`CREATE TABLE ${list} AS SELECT * FROM (${lowestRows(view, (r) => `SELECT b._org_key, b.${ident(POSITION_COLUMN)} AS pos FROM ${r.lowest}.${ident(view)} b
+        SEMI JOIN (SELECT id FROM out.replaced_workspaces WHERE _org_key = ${r.key}) w ON w.id = b.${ident(column)} WHERE b._org_key = ${r.key}`)}) ORDER BY ALL`);
       if (runs.length > 0) await countHidden(all, list, view, byKey, keyList(runs));
     }
-    // Checked: a wrong count is a wrong answer for some organization. A run's organization has its base rows
-    // less those the run replaces, and the run's.
-    const baseRows = (view: string) => (runs.length === 0 ? Promise.resolve(0)
-      : all(`SELECT count(*) FROM f_base.${ident(view)} WHERE _org_key IN (${keyList(runs)})`).then((r) => Number(r[0]![0])));
+    // Checked: a wrong count is a wrong answer for some organization. A run's organization has its lowest
+    // layer's rows less those the run replaces, and the run's.
     for (const view of VIEW_NAMES) {
-      const standing = workspaceColumn(view) ? await baseRows(view) - runs.reduce((a, o) => a + hidden[o]!.rows[view]!, 0) : 0;
+      const lowest = workspaceColumn(view) && runs.length > 0
+        ? Number((await all(`SELECT count(*) FROM (${lowestRows(view, (r) => `SELECT _org_key FROM ${r.lowest}.${ident(view)} WHERE _org_key = ${r.key}`)})`))[0]![0])
+          - runs.reduce((a, o) => a + hidden[o]!.rows[view]!, 0)
+        : 0;
       const expected = held.reduce((a, o) => a + (current.organizationRows?.[view]?.[o] ?? 0), 0);
-      if (written[view]! + standing !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written[view]! + standing} rows, not ${expected}`);
+      if (written[view]! + lowest !== expected) throw new Error(`compacting the layers of ${id}: ${view} has ${written[view]! + lowest} rows, not ${expected}`);
     }
     await run('CREATE TABLE out.held_organizations (name VARCHAR)');
     const appender = await db.createAppender('held_organizations', 'main', 'out');
@@ -273,7 +297,11 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // wrote into an overlay meanwhile reads that newer copy still, and so does one of a kept layer this
     // compaction rewrote, which is otherwise no one's current copy any more.
     const rewritten = new Set(plan.rewritten);
-    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations).filter(([org]) => !deltaHeld.has(org) && !(rewritten.has(o.file) && isWholeFile(o.file)))) }));
+    // A run's lowest layer stays its current copy; a kept layer a run lay over is no longer the current copy of
+    // an organization written whole now (a batch's overlay since is: it is newer).
+    const wholeNow = new Set(whole);
+    const overlays = (rest.overlays ?? []).map((o) => ({ ...o, organizations: Object.fromEntries(Object.entries(o.organizations)
+      .filter(([org]) => plan.runs[org] === o.file || (!deltaHeld.has(org) && !(isWholeFile(o.file) && (rewritten.has(o.file) || wholeNow.has(org)))))) }));
     // The whole layer it leaves in place: the current copy of its organizations that no batch since wrote into an overlay.
     const ontoOverlaid = new Set(overlays.flatMap((o) => Object.keys(o.organizations)));
     const demoted = plan.demoted && { ...plan.demoted, organizations: Object.fromEntries(Object.entries(plan.demoted.organizations).filter(([org]) => !ontoOverlaid.has(org))) };
@@ -283,7 +311,7 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     const used = Object.fromEntries([kept.major, kept.delta].flatMap((name) => (name && usedBytes?.[name] !== undefined ? [[name, usedBytes[name]!]] : [])));
     const { wholeRuns: _, hidden: before, ...others } = rest;
     const manifest: Manifest = {
-      ...others, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: held.filter((o) => !runs.includes(o)), ...(runs.length > 0 ? { wholeRuns: runs } : {}),
+      ...others, ...kept, whole: file, wholeId: onto.id, wholeOrganizations: whole, ...(runs.length > 0 ? { wholeRuns: plan.runs } : {}),
       sizes, ...(Object.keys(used).length > 0 ? { usedBytes: used } : {}),
     };
     // A run's figures are this layer's, unless a delta kept from the batches since holds it: those figures
