@@ -248,7 +248,7 @@ async function openOnce(dataDir: string, id: string, pins: Pins | undefined, ope
  * read: stored order, position index, index tables. A view grouped across workspaces holds the organization whole in the newest layer that holds it,
  * stored as the base stores it: every plan of the base's but the position index. A view with rows per
  * workspace merges the standing rows of the layers that hold the organization (the whole layer instead of
- * the base where it holds it): pages find rows by their position column, and sort what they read; a large
+ * the base where it holds it whole, and over its lowest layer where it holds a run of it): pages find rows by their position column, and sort what they read; a large
  * organization's page then fetches its rows by position from the layers' tables as they are.
  */
 function deltaTarget(view: string, organization: string, layers: Layers, manifest: Manifest, layout: string): CompileTarget {

@@ -57,8 +57,9 @@ export interface WholeLayerOptions {
   /** The rows a part of the layer's views holds at most (whole-views.ts writeParts); the suite sets a few. */
   partRows?: number;
   /**
-   * An organization read from the base with more rows than this is written as a run over it while the run
-   * replaces at most `runShare` of its workspaces (delta-layout.ts RUN_ROWS, RUN_SHARE). The suite sets a few.
+   * An organization with more rows than this whose lowest layer is the base or a compaction's file is written
+   * as a run over that layer while the run replaces at most `runShare` of its workspaces (delta-layout.ts
+   * RUN_ROWS, RUN_SHARE). The suite sets a few rows.
    */
   runRows?: number;
   runShare?: number;
@@ -75,7 +76,7 @@ export interface WholeLayerResult {
   rebasedOnto?: string;
   /** Organizations left where an earlier compaction wrote them (planCompaction). */
   kept: number;
-  /** Of `organizations`, those written as runs over the base (delta-layout.ts RUN_ROWS). */
+  /** Of `organizations`, those written as runs (delta-layout.ts RUN_ROWS). */
   runs: number;
 }
 
