@@ -10,7 +10,7 @@ import { CSV_LINE_COLUMN, ROW_JSON_COLUMN } from '../../catalog/catalog.js';
 import { join } from 'node:path';
 import { fsyncPath, type Manifest } from '../snapshot-dir.js';
 import { sqlLiteral } from '../../duckdb/sql.js';
-import { standingRuns, underStatements, type OverlayPart } from '../delta-layout.js';
+import { organizationLayers, overlayHolding, standingRuns, underStatements, type OverlayPart } from '../delta-layout.js';
 
 
 /**
@@ -87,6 +87,13 @@ export interface AttachedLayers {
   /** Detaches them all. */
   detach(): Promise<void>;
 }
+
+/** The layers `organization` of `manifest` reads, lowest first (delta-layout.ts organizationLayers), as `attached` names them. */
+export const attachedStack = (attached: AttachedLayers, manifest: Manifest, organization: string): string[] => organizationLayers(organization, {
+  base: 'f_base', whole: attached.whole, major: attached.major, minor: attached.minor, overlayOf: (o) => overlayHolding(attached.overlays, o),
+  wholeHolds: new Set(manifest.wholeOrganizations ?? []), runHolds: standingRuns(manifest),
+  majorHolds: new Set(manifest.majorOrganizations ?? []), minorHolds: new Set(manifest.deltaOrganizations ?? []),
+}).stack;
 
 /**
  * The layer files an instance kept from one batch to the next has attached (writer-instance.ts): alias → the

@@ -26,14 +26,14 @@ import { join } from 'node:path';
 import { ORGANIZATION_KEY_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { ident, sqlLiteral } from '../../duckdb/sql.js';
 import {
-  continuesLine, lowestFile, organizationLayers, standingRuns, mergedState, organizationSize, overlayHolding, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
+  continuesLine, lowestFile, mergedState, organizationSize, mergedViewRows, OVERLAY_POSITION_BASE, OVERLAY_POSITIONS, tidyFile, TIDY_POSITIONS, TIDY_SHARE_ROWS, sameLayersBelow, WORKSPACE_STATE, type StateKind,
 } from '../delta-layout.js';
 import {
   fsyncPath, listSnapshotIds, readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry,
 } from '../snapshot-dir.js';
 import { acquireWriterLock, type LockOptions } from '../writer-lock.js';
 import { overlaysToMerge } from './apply.js';
-import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
+import { attachedStack, attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
 import { writeWholeViews } from './whole-views.js';
 
 export interface TidyOptions {
@@ -117,14 +117,10 @@ export async function tidyUnit(dataDir: string, opts: TidyOptions): Promise<Tidy
       await run('SET disabled_optimizers = \'join_order,build_side_probe_side\'');
       const key = ident(ORGANIZATION_KEY_COLUMN);
       // Each organization read from exactly the layers a server reads it from (current-snapshot.ts deltaTarget):
-      // its overlay, else the whole layer where that holds it, else the base; then each delta the manifest says
-      // holds it. Never through the union of every layer under the deltas, whose test of the overlays'
+      // its overlay, else the whole layer where that holds it, else the base; the whole layer's run of it over
+      // that; then each delta the manifest says holds it. Never through the union of every layer under the deltas, whose test of the overlays'
       // organizations kept the scans from skipping to the organization's row groups (0.1 s a small organization).
-      const stackOf = (org: string) => organizationLayers(org, {
-        base: 'f_base', whole: layers.whole, major: layers.major, minor: layers.minor, overlayOf: (o) => overlayHolding(layers.overlays, o),
-        wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: standingRuns(current),
-        majorHolds: new Set(current.majorOrganizations ?? []), minorHolds: new Set(current.deltaOrganizations ?? []),
-      }).stack;
+      const stackOf = (org: string) => attachedStack(layers, current, org);
       // Each organization read by its own key, which the scans test against their zone maps.
       const each = (select: (org: string, k: number) => string) => `(${Object.entries(written).map(([org, k]) => select(org, Math.trunc(k))).join('\n  UNION ALL ')})`;
       const viewRows = (view: string) => each((org, k) => (workspaceColumn(view)

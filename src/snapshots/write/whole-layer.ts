@@ -30,13 +30,13 @@ import { join } from 'node:path';
 import { POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 
 import {
-  continuesLine, hiddenTable, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, lowestFile, mergedGroupedRows, organizationLayers, organizationSize, mergedState, mergedViewRows, overlayHolding,
+  continuesLine, hiddenTable, isTidyFile, isWholeFile, KEPT_WHOLE_LAYERS, lowestFile, mergedGroupedRows, organizationSize, mergedState, mergedViewRows,
   RUN_ROWS, RUN_SHARE, standingRuns,
   wholeFile, WHOLE_POSITION_BASE, WHOLE_POSITIONS, WHOLE_STATE, WORKSPACE_STATE, type HiddenRows, type StateKind,
 } from '../delta-layout.js';
 import { readCurrentId, readManifest, removeUnnamed, snapshotPath, snapshotsDir, writeCurrentId, writeManifest, type Manifest, type OverlayEntry } from '../snapshot-dir.js';
 import { acquireWriterLock } from '../writer-lock.js';
-import { attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
+import { attachedStack, attachLayers, layerPaths, STORAGE_VERSION, writeLayerFile } from './build-steps.js';
 import { countHidden } from './hidden-rows.js';
 import { writeParts, writeWholeViews } from './whole-views.js';
 
@@ -203,13 +203,8 @@ export async function compactLayers(dataDir: string, opts: WholeLayerOptions = {
     // run of it, the deltas that hold it), whose rows and replaced workspaces are the new run's.
     const alias = new Map<string, string>([[current.database!, 'f_base'], ...(current.whole && layers.whole ? [[current.whole, layers.whole] as [string, string]] : []),
       ...(current.overlays ?? []).map((o, i) => [o.file, layers.overlays[i]!.alias] as [string, string])]);
-    const set = {
-      base: 'f_base', whole: layers.whole, major: layers.major, minor: layers.minor, overlayOf: (o: string) => overlayHolding(layers.overlays, o),
-      wholeHolds: new Set(current.wholeOrganizations ?? []), runHolds: standingRuns(current),
-      majorHolds: new Set(current.majorOrganizations ?? []), minorHolds: new Set(current.deltaOrganizations ?? []),
-    };
     const runLayers = Object.fromEntries(runs.map((o) => {
-      const { stack } = organizationLayers(o, set);
+      const stack = attachedStack(layers, current, o);
       const lowest = alias.get(plan.runs[o]!);
       if (lowest === undefined || stack[0] !== lowest || stack.length < 2) throw new Error(`compacting the layers of ${id}: ${o} does not read ${plan.runs[o]} under its changes`);
       return [o, { lowest, over: stack.slice(1), key: Math.trunc(keyOf(o)!) }];
