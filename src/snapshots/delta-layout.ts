@@ -349,7 +349,10 @@ export function lowestFile(manifest: Pick<Manifest, 'overlays' | 'whole' | 'whol
  */
 export function standingRuns(m: Pick<Manifest, 'overlays' | 'whole' | 'wholeOrganizations' | 'wholeRuns' | 'database'>): Set<string> {
   if (!m.whole) return new Set();
-  return new Set(Object.entries(m.wholeRuns ?? {}).filter(([o, over]) => lowestFile(m, o) === over).map(([o]) => o));
+  // A manifest of the first version with runs lists them by name alone: each lies over the base.
+  const recorded: unknown = m.wholeRuns;
+  const runs = Array.isArray(recorded) ? Object.fromEntries((recorded as string[]).map((o) => [o, m.database])) : m.wholeRuns ?? {};
+  return new Set(Object.entries(runs).filter(([o, over]) => lowestFile(m, o) === over).map(([o]) => o));
 }
 
 /** The layers a snapshot's organization may read, as its reader names them (aliases, or anything else). */

@@ -94,6 +94,8 @@ describe('layers: the runs that stand', () => {
     // gone's lowest layer is the base now (its kept layer no longer holds it); moved's a batch's overlay.
     expect([...standingRuns(m)].sort()).to.deep.equal(['k', 'r']);
     expect([...standingRuns({ ...m, whole: undefined })]).to.deep.equal([]);
+    // Listed by name alone, as the first manifests with runs did: over the base.
+    expect([...standingRuns({ ...m, wholeRuns: ['r', 'k'] as unknown as Record<string, string> })]).to.deep.equal(['r']);
   });
 });
 
