@@ -89,6 +89,12 @@ export interface CompileTarget {
    */
   fetchRelation?: string;
   /**
+   * `relation` and `fetchRelation` reading only `columns` (quoted catalog names): for an organization read
+   * through layers, where every layer's `SELECT *` would bind each of the view's columns at every execution.
+   * A page's statements and its count read through these (and `upper` for storedMerge's); an export reads `relation`.
+   */
+  narrowed?: (columns: readonly string[]) => { relation: string; fetchRelation?: string; upper?: string };
+  /**
    * The view's indexes in the snapshot (catalog.ts indexFields): by the indexed field's column, the relation
    * holding its rows in (organization key, value) order. Given only with `organizationKey`.
    */
@@ -427,7 +433,13 @@ function unhiddenTest(merge: StoredMerge): string {
 export function compileQuery(query: Query, target: CompileTarget, format: ExportFormat = 'csv'): CompiledQuery {
   const params: SqlValue[] = [];
   const where = [organizationTest(target, params), ...query.conditions.map((c) => condition(c, params))].join('\n  AND ');
-  const from = `FROM ${target.relation}\nWHERE ${where}`;
+  // What a page and its count read: with row JSON, the columns readColumns names and the organization's key and
+  // position; an export reads every field.
+  const narrowed = target.rowJson === true && target.narrowed
+    ? target.narrowed([...new Set([ident(ORGANIZATION_KEY_COLUMN), ident(POSITION_COLUMN), ...readColumns(query), ...(target.storedMerge ? [target.storedMerge.column] : [])])])
+    : undefined;
+  const from = `FROM ${narrowed?.relation ?? target.relation}\nWHERE ${where}`;
+  const exportFrom = `FROM ${target.relation}\nWHERE ${where}`;
   // The index holds the same columns under the same names: the same conditions, read from fewer rows.
   const index = chooseIndex(query, target);
   const matchFrom = index ? `FROM ${index.relation}\nWHERE ${where}` : from;
@@ -459,7 +471,7 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
   const seek = position ? (seekParams.push(position), 'rowid > CAST(? AS BIGINT)')
     : after && after.length > 0 ? keysetAfter(terms, after.slice(0, terms.length), seekParams) : undefined;
   const select = `SELECT "_id", ${[...values, ...keys].join(', ')}`;
-  const merge = !after && defaultSorted && target.storedMerge !== undefined ? target.storedMerge : undefined;
+  const merge = !after && defaultSorted && target.storedMerge !== undefined ? { ...target.storedMerge, upper: narrowed?.upper ?? target.storedMerge.upper } : undefined;
   const small = !merge && !storedOrder && target.organizationRows !== undefined && target.organizationRows <= SMALL_ORGANIZATION_ROWS;
   const knownTotal = query.conditions.length === 0 ? target.organizationRows : undefined;
   // A window would count only the rows after a cursor: a cursor page counts apart.
@@ -521,7 +533,7 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
     const rowid = target.rowid;
     const ranked = index?.sorted ? { from: matchFrom, rowid: ident(INDEX_ROW_COLUMN) } : { from, rowid };
     const organization = target.rowidIndexed ? '' : `${organizationTest(target, outer)}\n  AND `;
-    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${target.fetchRelation ?? target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
+    const fetch = (ids: string) => `${select}${total('matching')}\nFROM ${narrowed?.fetchRelation ?? target.fetchRelation ?? narrowed?.relation ?? target.relation}\nWHERE ${organization}${rowid} IN (${ids}\n${orderBy}LIMIT ? OFFSET ?)\n${orderBy.trimEnd()}`;
     pageSql = pageCountsTotal
       ? `WITH matching AS MATERIALIZED (SELECT ${ranked.rowid} AS "_rowid", ${sortColumns(query).join(', ')}\n${ranked.from})\n${fetch(`SELECT "_rowid" FROM matching${seek ? ` WHERE ${seek}` : ''}`)}`
       : fetch(`SELECT ${rowid}\n${from}${andSeek}`);
@@ -539,8 +551,8 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
     // No ORDER BY where the rows are stored in this order: DuckDB keeps the order of a plain scan
     // (preserve_insertion_order), so the first line leaves before the last row is read.
     export: exportLines
-      ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${from}`, params: [...params] }
-      : { sql: exportSelect(format, query.fields.map((f) => exportValue(f, format)), query.fields.map((f) => f.name), `${from}${storedOrder ? '' : `\n${orderSql}`}`), params: [...params] },
+      ? { sql: `SELECT ${ident(CSV_LINE_COLUMN)}\n${exportFrom}`, params: [...params] }
+      : { sql: exportSelect(format, query.fields.map((f) => exportValue(f, format)), query.fields.map((f) => f.name), `${exportFrom}${storedOrder ? '' : `\n${orderSql}`}`), params: [...params] },
     exportLines,
     ...(after ? { keyCount: keys.length } : {}),
     ...(positioned ? { cursorKeys: { statement: { sql: `SELECT ${keyColumns(terms).join(', ')}\nFROM ${target.relation}\nWHERE rowid = CAST(? AS BIGINT)`, params: [] }, layout: target.layout! } } : {}),

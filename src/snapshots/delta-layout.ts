@@ -199,10 +199,19 @@ export function continuesLine(read: Manifest, now: Manifest): boolean {
  * With an organization's key, only that organization's replaced workspaces are looked up: the tables are
  * stored in key order, so the lookup reads a few row groups instead of every replaced workspace.
  */
-export const standing = (rows: string, column: string, later: readonly string[], organizationKey?: OrganizationKey) =>
-  `SELECT b.* FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT ${organizationKey === 'each' ? '_org_key, ' : ''}id FROM ${delta}.replaced_workspaces${
+export const standing = (rows: string, column: string, later: readonly string[], organizationKey?: OrganizationKey, columns?: readonly string[]) =>
+  `SELECT ${selected('b', columns)} FROM ${rows} b${later.map((delta, i) => ` ANTI JOIN (SELECT ${organizationKey === 'each' ? '_org_key, ' : ''}id FROM ${delta}.replaced_workspaces${
     typeof organizationKey === 'number' ? ` WHERE _org_key = ${Math.trunc(organizationKey)}` : ''}) r${i} ON r${i}.id = b.${ident(column)}${
     organizationKey === 'each' ? ` AND r${i}._org_key = b._org_key` : ''}`).join('')}`;
+
+/**
+ * What a layer's branch of a merge selects: every column, or only `columns` (quoted catalog names). A page's
+ * statement is planned again at every execution, and a branch's `SELECT *` binds each of the workspaces' 54
+ * columns in every layer it reads: the largest organization's A page over a run took 22.8 ms bound with every
+ * column against 20.6 ms with the page's own (docs/performance.md, "Layered organizations: the columns a page reads").
+ */
+const selected = (alias: string | null, columns?: readonly string[]) =>
+  (columns === undefined ? (alias === null ? '*' : `${alias}.*`) : columns.map((c) => (alias === null ? c : `${alias}.${c}`)).join(', '));
 
 /**
  * Which replaced workspaces a merge looks up: those of one organization (its key), those of each row's own
@@ -217,19 +226,19 @@ export type OrganizationKey = number | 'each';
  * replaced. Given the key of the one organization a read is about (a number from the manifest, never a
  * client's), only its replaced workspaces are looked up.
  */
-export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: OrganizationKey): string {
+export function mergedViewRows(layers: readonly string[], view: string, organizationKey?: OrganizationKey, columns?: readonly string[]): string {
   const column = workspaceColumn(view);
   if (!column) throw new Error(`view ${view} has no rows per workspace`);
-  return standingRows(layers, ident(view), column, organizationKey);
+  return standingRows(layers, ident(view), column, organizationKey, columns);
 }
 
 /** Each layer's `table` less the rows whose workspace (in `column`) a later layer replaced. */
-const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey) =>
-  `(${standingBranches(layers, table, column, organizationKey).join('\n  UNION ALL ')})`;
+const standingRows = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey, columns?: readonly string[]) =>
+  `(${standingBranches(layers, table, column, organizationKey, columns).join('\n  UNION ALL ')})`;
 
-const standingBranches = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey) =>
-  layers.map((layer, i) => (i === layers.length - 1 ? `SELECT * FROM ${layer}.${table}`
-    : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey)));
+const standingBranches = (layers: readonly string[], table: string, column: string, organizationKey?: OrganizationKey, columns?: readonly string[]) =>
+  layers.map((layer, i) => (i === layers.length - 1 ? `SELECT ${selected(null, columns)} FROM ${layer}.${table}`
+    : standing(`${layer}.${table}`, column, layers.slice(i + 1), organizationKey, columns)));
 
 /**
  * The rows of `view` (rows per workspace) of one organization (`organizationKey`, the manifest's) where a delta
@@ -239,12 +248,15 @@ const standingBranches = (layers: readonly string[], table: string, column: stri
  * by a key anti join on each row's workspace, whose text column a scan of the largest organization's 100,000
  * workspaces otherwise decodes (docs/performance.md, "Layered organizations: replaced rows hidden by position").
  */
-export function positionedViewRows(layers: readonly string[], view: string, organizationKey: number, positions: string): string {
+export function positionedViewRows(layers: readonly string[], view: string, organizationKey: number, positions: string, columns?: readonly string[]): string {
   const column = workspaceColumn(view);
   if (!column || layers.length < 2) throw new Error(`view ${view} has no rows per workspace, or no layer over the lowest`);
   const key = Math.trunc(organizationKey);
-  const lowest = `SELECT b.* FROM ${layers[0]}.${ident(view)} b ANTI JOIN (SELECT pos FROM ${positions}.${ident(hiddenTable(view))} WHERE _org_key = ${key}) h ON h.pos = b.${ident(POSITION_COLUMN)}`;
-  return `(${[lowest, ...standingBranches(layers.slice(1), ident(view), column, key)].join('\n  UNION ALL ')})`;
+  // A `NOT IN` of the listed positions (never NULL), not an anti join: DuckDB built the join's table of the
+  // lowest layer's matching rows and all the columns they carry, where the `NOT IN` hashes the list's integers
+  // (docs/performance.md, "Layered organizations: the columns a page reads").
+  const lowest = `SELECT ${selected('b', columns)} FROM ${layers[0]}.${ident(view)} b WHERE b.${ident(POSITION_COLUMN)} NOT IN (SELECT pos FROM ${positions}.${ident(hiddenTable(view))} WHERE _org_key = ${key})`;
+  return `(${[lowest, ...standingBranches(layers.slice(1), ident(view), column, key, columns)].join('\n  UNION ALL ')})`;
 }
 
 /**
@@ -259,7 +271,7 @@ export const hiddenTable = (view: string) => `hidden_${view}`;
  * organization's rows in that order, the workspaces the layers over it replace (`replaced`, one `id` column),
  * and the standing rows of the layers over it (`upper`). Needs a layer over the lowest.
  */
-export function storedMerge(layers: readonly string[], view: string, organizationKey: number): { stored: string; replaced: string; upper: string; column: string } {
+export function storedMerge(layers: readonly string[], view: string, organizationKey: number, columns?: readonly string[]): { stored: string; replaced: string; upper: string; column: string } {
   const column = workspaceColumn(view);
   if (!column || layers.length < 2) throw new Error(`view ${view} has no rows per workspace, or no layer over the lowest`);
   const key = Math.trunc(organizationKey);
@@ -269,7 +281,7 @@ export function storedMerge(layers: readonly string[], view: string, organizatio
     // One layer over the lowest: its table itself, whose columns a statement binds only as it reads them (a
     // subquery's SELECT * binds all 54 of the workspaces', which every page statement pays again: DuckDB plans a
     // statement with parameters anew at each execution).
-    upper: layers.length === 2 ? `${layers[1]}.${ident(view)}` : standingRows(layers.slice(1), ident(view), column, key),
+    upper: layers.length === 2 ? `${layers[1]}.${ident(view)}` : standingRows(layers.slice(1), ident(view), column, key, columns),
     column: ident(column),
   };
 }
@@ -280,8 +292,8 @@ export function storedMerge(layers: readonly string[], view: string, organizatio
  * `mergedViewRows`. Without the anti joins, the largest organization's A page took 17.1 instead of 20.1 ms
  * (2026-11-25, in-process, after 41 batches; 11.0 ms on the base alone).
  */
-export function layeredRows(layers: readonly string[], view: string): string {
-  return `(${layers.map((layer) => `SELECT * FROM ${layer}.${ident(view)}`).join('\n  UNION ALL ')})`;
+export function layeredRows(layers: readonly string[], view: string, columns?: readonly string[]): string {
+  return `(${layers.map((layer) => `SELECT ${selected(null, columns)} FROM ${layer}.${ident(view)}`).join('\n  UNION ALL ')})`;
 }
 
 /** The rows of `view`, a view grouped across workspaces: each organization's from the newest layer that holds it. */

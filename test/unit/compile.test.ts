@@ -230,6 +230,27 @@ describe('compileQuery: SQL text', () => {
     expect(sql).to.not.include('FROM merged\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN');
   });
 
+  it('reads a layered organization\'s page and count through the relations narrowed to the columns they read, its export through every column', () => {
+    const asked: string[][] = [];
+    const narrowed = (columns: readonly string[]) => {
+      asked.push([...columns]);
+      return { relation: `merged(${columns.join(' ')})`, fetchRelation: `layers(${columns.join(' ')})`, upper: `upper(${columns.join(' ')})` };
+    };
+    const target = { relation: 'merged', fetchRelation: 'layers', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid: '"_pos"', rowJson: true, narrowed };
+    const compiled = compileQuery(query(`type=resources&${filter(0, 'name', 'is', 'web')}&sort=-source_updated_at`), target);
+    const columns = '"_org_key" "_pos" "_id" "_json" "name" "name__f" "source_updated_at"';
+    expect(asked).to.deep.equal([columns.split(' ')]);
+    expect(compiled.page.sql).to.include(`FROM merged(${columns})\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?`)
+      .and.include(`\nFROM layers(${columns})\nWHERE "_org_key" = CAST(? AS INTEGER)\n  AND "_pos" IN (SELECT "_rowid" FROM matching`);
+    expect(compiled.export.sql).to.include('FROM merged\nWHERE').and.not.include('merged(');
+    // Without row JSON a page reads each field's own column: the relation as it is.
+    expect(compileQuery(query('type=resources&sort=-source_updated_at'), { ...target, rowJson: false }).page.sql).to.not.include('merged(');
+    // The default order's merge reads the layers over the lowest through the narrowed upper part, its workspace column among them.
+    const merge = { stored: 'low.res', replaced: '(SELECT id FROM up.replaced_workspaces WHERE _org_key = 7)', upper: '(SELECT * FROM up.res)', column: '"workspace_id"' };
+    const merged = compileQuery(query(`type=resources&${filter(0, 'name', 'is', 'web')}`), { ...target, storedMerge: merge }).page.sql;
+    expect(merged).to.match(/\n {2}FROM upper\([^)]*"workspace_id"\) u\n/).and.not.include('up.res');
+  });
+
   it('reads a layered organization\'s page in the default order as the lowest layer\'s first rows, limited before the replaced ones go', () => {
     const merge = { stored: 'low.res', replaced: '(SELECT id FROM up.replaced_workspaces WHERE _org_key = 7)', upper: '(SELECT * FROM up.res)', column: '"workspace_id"' };
     const target = { relation: 'merged', fetchRelation: 'layers', organization: 'acme', organizationKey: 7, organizationRows: 50_000, rowid: '"_pos"', rowJson: true, storedMerge: merge };

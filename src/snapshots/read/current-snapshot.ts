@@ -269,10 +269,13 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
   }
   // A layer that does not hold the organization has none of its rows and replaces none of its workspaces.
   const positions = positionsOf(manifest, layers, organization);
+  const standingRows = (columns?: readonly string[]) => (positions
+    ? positionedViewRows(stack, view, common.organizationKey, `"${positions.alias}"`, columns) : mergedViewRows(stack, view, common.organizationKey, columns));
   return {
     ...common, rowid: ident(POSITION_COLUMN),
-    relation: positions ? positionedViewRows(stack, view, common.organizationKey, `"${positions.alias}"`) : mergedViewRows(stack, view, common.organizationKey),
+    relation: standingRows(),
     fetchRelation: layeredRows(stack, view),
+    narrowed: (columns) => ({ relation: standingRows(columns), fetchRelation: layeredRows(stack, view, columns), upper: storedMerge(stack, view, common.organizationKey, columns).upper }),
     // The lowest layer (the base, or the file holding the organization whole) stores its rows in the default order.
     ...(csvLines !== undefined ? { storedMerge: { ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view) } } : {}),
   };
