@@ -121,6 +121,12 @@ export interface StoredMerge {
   /** How many rows of the organization in the lowest layer the layers over it replace, when the snapshot records it. */
   hiddenRows?: number;
   /**
+   * The positions of those rows, where a delta lists them: a relation of one `pos` column (the snapshot's
+   * table, never a client's value). The lowest layer stores the organization's rows in the default order with
+   * their positions rising in it, so a page finds its first rows there by position.
+   */
+  hidden?: string;
+  /**
    * Where the snapshot records them as a few runs of positions: those runs (first, last), which the scan of
    * the lowest layer leaves out itself, as constants of ours (the snapshot's, never a client's).
    */
@@ -496,6 +502,22 @@ export function compileQuery(query: Query, target: CompileTarget, format: Export
     const columns = rowJson ? readColumns(query).join(', ') : '*';
     pageSql = `${select}, count(*) OVER () AS "_total"\nFROM (SELECT ${columns}\n  FROM ${merge.stored}\n  WHERE ${where}${unhiddenTest(merge)}\n  UNION ALL SELECT ${columns}\n  FROM ${merge.upper} u\n  WHERE ${where})\n${orderSql}\nLIMIT ? OFFSET ?`;
     pageParams = [...params, ...params, limit, offset];
+  } else if (merge && merge.hiddenRanges === undefined && merge.hidden !== undefined && merge.hiddenRows !== undefined) {
+    // Many replaced rows whose positions a delta lists: the lowest layer's first rows found narrow, by
+    // position. Its first matching positions by a plain scan (stored order, as the other merges read it), as
+    // many as the page reaches plus the replaced ones (among which every replaced one before the page's end
+    // lies); of those, the ones the list does not name (read only up to the last candidate), the page's reach of
+    // them in position order, which is the default order there; then those rows' columns, by position. No row
+    // is read whole but the page's, where the scan with its LIMIT read every replaced row's columns and dropped
+    // them by a key anti join after it. The LIMIT is bound: with a count subquery in it, DuckDB sorted the
+    // organization's rows in full.
+    const columns = rowJson ? [...new Set([...readColumns(query), merge.column])].join(', ') : '*';
+    const pos = ident(POSITION_COLUMN);
+    pageSql = `WITH candidates AS MATERIALIZED (SELECT ${pos}\nFROM ${merge.stored}\nWHERE ${where}\nLIMIT ? + ?),\n`
+      + `first_rows AS (SELECT ${columns}\nFROM ${merge.stored}\nWHERE ${pos} IN (SELECT ${pos} FROM candidates\n`
+      + `  WHERE ${pos} NOT IN (SELECT h.pos FROM ${merge.hidden} h WHERE h.pos <= (SELECT max(${pos}) FROM candidates))\n  ORDER BY ${pos}\n  LIMIT ?))\n`
+      + `${select}\nFROM (SELECT * FROM first_rows\n  UNION ALL SELECT ${columns}\n  FROM ${merge.upper} u\n  WHERE ${where})\n${orderSql}\nLIMIT ? OFFSET ?`;
+    pageParams = [...params, offset + limit, BigInt(merge.hiddenRows), offset + limit, ...params, limit, offset];
   } else if (merge) {
     // The lowest layer's first rows by a plain scan (it returns them in stored order, as the untouched
     // organization's page relies on), limited before any replaced one is dropped by a join: no join stands

@@ -157,7 +157,10 @@ describe('change batches answer as a full load of the resulting source', functio
         // and merged ones are compared.
         const apply = () => applyBatch(step.dir, { dataDir: viaBatches, memoryLimit: '1GB', label: step.name, foldWorkspaces: i === 0 || i === 2 ? 0 : 10_000, foldBatchWorkspaces: i === 0 || i === 2 ? 0 : 10_000, wholeRows, maxOverlays: i % 2 === 1 ? 1 : 4, writer,
           // The touched organizations' rows read by a list of keys every other batch, and named rather than kept every third.
-          touchedRead: { scansApart: i % 2 === 0 ? 0 : undefined, tableRows: i % 3 === 0 ? 0 : undefined } });
+          touchedRead: { scansApart: i % 2 === 0 ? 0 : undefined, tableRows: i % 3 === 0 ? 0 : undefined },
+          // No runs of replaced positions recorded every other batch: default-order pages then find the lowest
+          // layer's first rows by the delta's list of positions, as the largest organization's do.
+          hiddenRanges: (i + seed) % 2 === 0 ? 0 : undefined });
         const before = await readManifest(viaBatches, (await readCurrentId(viaBatches))!);
         let manifest: Manifest;
         if (i === steps.length - 1) {
@@ -192,6 +195,9 @@ describe('change batches answer as a full load of the resulting source', functio
         }
         forms.add(`${manifest.majorId === manifest.id ? 'fold' : manifest.major ? 'both deltas' : 'newer delta only'}${manifest.whole ? ' on a whole layer' : ''}`);
         if ((manifest.changedOrganizations ?? []).some((o) => standingRuns(before).has(o))) forms.add('a batch over a run');
+        if (Object.values(manifest.hidden ?? {}).some((h) => h.positionsIn !== undefined && h.ranges === null && (h.rows.workspaces ?? 0) + (h.rows.resources ?? 0) > 0)) {
+          forms.add('first rows found by position');
+        }
         // A fold over an organization a tidying unit's overlay holds whole under the deltas: its rows the unit
         // holds already are left out of the older delta (delta.ts settledRows).
         const heldBefore = new Set([...before.majorOrganizations ?? [], ...before.deltaOrganizations ?? []]);
@@ -286,7 +292,7 @@ describe('change batches answer as a full load of the resulting source', functio
       expect([...forms], [...forms].join(', ')).to.include.members(['rebased', 'overlays', 'overlays merged', 'tidied', 'tidied while a batch applied', 'lifted into the newer delta', 'newer delta changed in place', 'older delta changed in place']);
       for (const form of ['fold', 'newer delta only']) expect([...forms].some((f) => f.startsWith(form)), [...forms].join(', ')).to.equal(true);
       expect([...forms].some((f) => f.endsWith('on a whole layer')), [...forms].join(', ')).to.equal(true);
-      expect([...forms], [...forms].join(', ')).to.include.members(['runs over the base', 'a batch over a run']);
+      expect([...forms], [...forms].join(', ')).to.include.members(['runs over the base', 'a batch over a run', 'first rows found by position']);
       expect([...forms].some((f) => f.startsWith('a run written')), [...forms].join(', ')).to.equal(true);
       // Every form of every route, of every organization, was compared at some point.
       expect(everAsked.size).to.equal([...everOrgs].flatMap((org) => routes(org).flat()).length);

@@ -276,6 +276,12 @@ describe('compileQuery: SQL text', () => {
     expect(ranged.count.sql).to.equal('SELECT (SELECT count(*) FROM low.res\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?\n  AND NOT ("_pos" BETWEEN 100 AND 104 OR "_pos" BETWEEN 230 AND 236))\n'
       + '  + (SELECT count(*) FROM (SELECT * FROM up.res) u\n  WHERE "_org_key" = CAST(? AS INTEGER)\n  AND "name" = ?) AS n');
     expect(ranged.count.params).to.deep.equal([7, 'web', 7, 'web']);
+    // Listed by a delta and too many for ranges: the first rows found by position, narrow, then read by position; no LIMIT on a plain scan.
+    const listed = compileQuery(query(raw), { ...target, storedMerge: { ...merge, hiddenRows: 5000, hidden: '(SELECT pos FROM up.hidden_res WHERE _org_key = 7)' } });
+    expect(listed.page.sql).to.match(/^WITH candidates AS MATERIALIZED \(SELECT "_pos"\nFROM low\.res\nWHERE "_org_key" = CAST\(\? AS INTEGER\)\n {2}AND "name" = \?\nLIMIT \? \+ \?\),\n/)
+      .and.include('\nFROM low.res\nWHERE "_pos" IN (SELECT "_pos" FROM candidates\n  WHERE "_pos" NOT IN (SELECT h.pos FROM (SELECT pos FROM up.hidden_res WHERE _org_key = 7) h WHERE h.pos <= (SELECT max("_pos") FROM candidates))\n  ORDER BY "_pos"\n  LIMIT ?))\n')
+      .and.not.include('ANTI JOIN');
+    expect(listed.page.params).to.deep.equal([7, 'web', 30n, 5000n, 30n, 7, 'web', 10n, 20n]);
     // Single positions (a replaced workspace's one row) are left out as one list, runs as ranges.
     const singles = compileQuery(query(raw), { ...target, storedMerge: { ...merge, hiddenRows: 8, hiddenRanges: [[90, 90], [100, 104], [120, 120], [131, 131]] } });
     expect(singles.page.sql).to.include('\n  AND "_pos" NOT IN (90, 120, 131)\n  AND NOT ("_pos" BETWEEN 100 AND 104)\nLIMIT ?)\n');

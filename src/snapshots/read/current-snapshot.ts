@@ -9,7 +9,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, standingRuns, storedMerge } from '../delta-layout.js';
+import { hiddenTable, layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, standingRuns, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -277,7 +277,12 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     fetchRelation: layeredRows(stack, view),
     narrowed: (columns) => ({ relation: standingRows(columns), fetchRelation: layeredRows(stack, view, columns), upper: storedMerge(stack, view, common.organizationKey, columns).upper }),
     // The lowest layer (the base, or the file holding the organization whole) stores its rows in the default order.
-    ...(csvLines !== undefined ? { storedMerge: { ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view) } } : {}),
+    ...(csvLines !== undefined ? {
+      storedMerge: {
+        ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view),
+        ...(positions ? { hidden: `(SELECT pos FROM "${positions.alias}".${ident(hiddenTable(view))} WHERE _org_key = ${Math.trunc(common.organizationKey)})` } : {}),
+      },
+    } : {}),
   };
 }
 

@@ -61,6 +61,8 @@ export interface ApplyOptions {
   threads?: number;
   /** How the build reads the touched organizations' rows (delta.ts readTouched): its defaults unless given. */
   touchedRead?: DeltaInput['touchedRead'];
+  /** The most runs of replaced positions the manifest records of an organization's view (HIDDEN_RANGES unless given). */
+  hiddenRanges?: number;
   /** The instance the builds share (writer-instance.ts): a follower's; else each build opens its own. */
   writer?: WriterInstance;
 }
@@ -278,7 +280,7 @@ async function applyLocked(
         overlay: { path: join(tmp, overlayFile(sequence)), carried: Object.assign({}, ...merging.map((o) => o.organizations)), wholeRows: opts.wholeRows ?? WHOLE_ROWS },
         liftRows: opts.liftRows ?? LIFT_ROWS,
         outPath: join(tmp, fold ? MAJOR_FILE : DELTA_FILE), tempDir: join(tmp, 'duckdb-tmp'),
-        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal, touchedRead: opts.touchedRead, writer: opts.writer,
+        memoryLimit: opts.memoryLimit, threads: opts.threads, signal: building.signal, touchedRead: opts.touchedRead, hiddenRanges: opts.hiddenRanges, writer: opts.writer,
         validate: validating ? undefined : (s) => (validating = validate(s)),
       });
       return { built, seconds: (performance.now() - started) / 1000 };

@@ -63,6 +63,8 @@ export interface DeltaInput {
   validate?: (state: SourceState) => Promise<unknown>;
   /** How the touched organizations' rows are read (readTouched): scans apart up to this many (SCANS_APART), kept up to this many rows (TOUCHED_TABLE_ROWS). */
   touchedRead?: { scansApart?: number; tableRows?: number };
+  /** The most runs of replaced positions the manifest records of an organization's view (HIDDEN_RANGES unless given). */
+  hiddenRanges?: number;
 }
 
 /** Per kind of record (organization, project, workspace, team): how many the batch upserted and deleted. */
@@ -865,7 +867,7 @@ async function findHidden({ input, run, all, kept, inPlace, whole }: Build, touc
       INSERT INTO ${list} SELECT t._org_key, t.${position} AS pos FROM ${touchedTable(view)} t SEMI JOIN hidden_ws h ON h._org_key = t._org_key AND h.id = t.${ident(column)}${
   inRun ? ` ANTI JOIN (SELECT ${position} FROM ${whole}.${ident(view)} WHERE _org_key IN (${inRun})) w ON w.${position} = t.${position}
         UNION SELECT _org_key, pos FROM ${whole}.${ident(hiddenTable(view))} WHERE _org_key IN (${inRun})` : ''} ORDER BY ALL`);
-    await countHidden(all, list, view, byKey, keyList);
+    await countHidden(all, list, view, byKey, keyList, input.hiddenRanges);
   }
   await run('DROP TABLE hidden_ws');
   return hidden;
