@@ -3,7 +3,7 @@
 // the bench snapshot, the server idle meanwhile; after each step, each kind of page runs alone as a closed
 // loop (8 connections for small organizations, 2 for the largest) and the server's CPU per answer is read from
 // /proc: the page's cost as batches accumulate, apart from what the follower takes while it applies them
-// (bench/stream.ts). Kinds: the largest organization's A page, and B pages of small organizations the batches
+// (bench/stream.ts). Kinds: the largest organization's A page and its default resources page, and B pages of small organizations the batches
 // touch or not. The figure that matters is the ratio of touched to untouched within a step: the machine's
 // speed varies from hour to hour.
 // After the last step, the layers are compacted as the follower compacts them (whole-layer.ts, one DuckDB
@@ -45,13 +45,14 @@ async function main(): Promise<void> {
     ['untouched', page(untouched)],
     ['touched', page(streamed)],
     ['largest', () => ({ path: `/api/v2/organizations/${largest}/explorer${A_QUERY}`, headers: { Authorization: `Bearer ${tokens.get(largest)}` } })],
+    ['largest, default resources', () => ({ path: `/api/v2/organizations/${largest}/explorer?type=resources`, headers: { Authorization: `Bearer ${tokens.get(largest)}` } })],
   ];
   const measures: Measure[] = [];
   const measure = async (step: number, seconds: number, compacted = false) => {
     for (const [kind, next] of kinds) {
       // The process's CPU, and its main thread's (the event loop's) within it.
       const [allBefore, mainBefore] = [cpuSeconds(pid), cpuSeconds(pid, pid)];
-      const r = await autocannon({ url: server.url, connections: kind === 'largest' ? 2 : 8, duration: seconds, requests: [{ setupRequest: (req: any) => ({ ...req, ...next() }) }] } as autocannon.Options);
+      const r = await autocannon({ url: server.url, connections: kind.startsWith('largest') ? 2 : 8, duration: seconds, requests: [{ setupRequest: (req: any) => ({ ...req, ...next() }) }] } as autocannon.Options);
       const all = cpuSeconds(pid) - allBefore;
       const main = cpuSeconds(pid, pid) - mainBefore;
       const n = r.requests.total;
@@ -80,15 +81,16 @@ async function main(): Promise<void> {
   } finally {
     await stopServerProcess(server.child);
   }
-  console.log('| batches applied | untouched ms CPU an answer | touched (× untouched) | largest (× on the base) |');
-  console.log('|---|---|---|---|');
+  console.log('| batches applied | untouched ms CPU an answer | touched (× untouched) | largest (× on the base) | largest, default resources page (× on the base) |');
+  console.log('|---|---|---|---|---|');
   const at = (step: number, compacted: boolean, kind: string) => measures.find((m) => m.step === step && m.compacted === compacted && m.kind === kind)!;
   const largestBase = at(0, false, 'largest').cpu_ms;
+  const defaultBase = at(0, false, 'largest, default resources').cpu_ms;
   const steps = [...new Map(measures.map((m) => [`${m.step} ${m.compacted}`, m])).values()];
   const rows = steps.map(({ step, compacted }) => {
-    const u = at(step, compacted, 'untouched'), t = at(step, compacted, 'touched'), l = at(step, compacted, 'largest');
-    console.log(`| ${step}${compacted ? ', compacted' : ''} | ${u.cpu_ms} | ${t.cpu_ms} (${round(t.cpu_ms / u.cpu_ms)}) | ${l.cpu_ms} (${round(l.cpu_ms / largestBase)}) |`);
-    return { step, compacted, touched_ratio: round(t.cpu_ms / u.cpu_ms), largest_ratio: round(l.cpu_ms / largestBase) };
+    const u = at(step, compacted, 'untouched'), t = at(step, compacted, 'touched'), l = at(step, compacted, 'largest'), d = at(step, compacted, 'largest, default resources');
+    console.log(`| ${step}${compacted ? ', compacted' : ''} | ${u.cpu_ms} | ${t.cpu_ms} (${round(t.cpu_ms / u.cpu_ms)}) | ${l.cpu_ms} (${round(l.cpu_ms / largestBase)}) | ${d.cpu_ms} (${round(d.cpu_ms / defaultBase)}) |`);
+    return { step, compacted, touched_ratio: round(t.cpu_ms / u.cpu_ms), largest_ratio: round(l.cpu_ms / largestBase), default_ratio: round(d.cpu_ms / defaultBase) };
   });
   const file = join(ROOT, 'bench', 'results', `at-rest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({ steps: STEPS, seconds: SECONDS, measures, rows }, null, 2));
