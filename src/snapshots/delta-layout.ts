@@ -207,8 +207,8 @@ export const standing = (rows: string, column: string, later: readonly string[],
 /**
  * What a layer's branch of a merge selects: every column, or only `columns` (quoted catalog names). A page's
  * statement is planned again at every execution, and a branch's `SELECT *` binds each of the workspaces' 54
- * columns in every layer it reads: the largest organization's A page over a run took 22.8 ms bound with every
- * column against 20.6 ms with the page's own (docs/performance.md, "Layered organizations: the columns a page reads").
+ * columns in every layer it reads: the largest organization's A page over a run took 22.8 ms with every column
+ * against 19.8 ms with the page's own (docs/performance.md, "Layered organizations: the columns a page reads").
  */
 const selected = (alias: string | null, columns?: readonly string[]) =>
   (columns === undefined ? (alias === null ? '*' : `${alias}.*`) : columns.map((c) => (alias === null ? c : `${alias}.${c}`)).join(', '));
