@@ -255,7 +255,7 @@ export function positionedViewRows(layers: readonly string[], view: string, orga
   // A `NOT IN` of the listed positions (never NULL), not an anti join: DuckDB built the join's table of the
   // lowest layer's matching rows and all the columns they carry, where the `NOT IN` hashes the list's integers
   // (docs/performance.md, "Layered organizations: the columns a page reads").
-  const lowest = `SELECT ${selected('b', columns)} FROM ${layers[0]}.${ident(view)} b WHERE b.${ident(POSITION_COLUMN)} NOT IN (SELECT pos FROM ${positions}.${ident(hiddenTable(view))} WHERE _org_key = ${key})`;
+  const lowest = `SELECT ${selected('b', columns)} FROM ${layers[0]}.${ident(view)} b WHERE b.${ident(POSITION_COLUMN)} NOT IN ${hiddenPositions(positions, view, key)}`;
   return `(${[lowest, ...standingBranches(layers.slice(1), ident(view), column, key, columns)].join('\n  UNION ALL ')})`;
 }
 
@@ -264,6 +264,10 @@ export function positionedViewRows(layers: readonly string[], view: string, orga
  * the positions of the rows of `view` in its lowest layer that the deltas replace: (`_org_key`, `pos`).
  */
 export const hiddenTable = (view: string) => `hidden_${view}`;
+
+/** The positions `positions` (a delta's alias) lists for organization `organizationKey` in `view`: a relation of one `pos` column. */
+export const hiddenPositions = (positions: string, view: string, organizationKey: number) =>
+  `(SELECT pos FROM ${positions}.${ident(hiddenTable(view))} WHERE _org_key = ${Math.trunc(organizationKey)})`;
 
 /**
  * The rows of `view` (rows per workspace) of organization `organizationKey` split the way a page in the

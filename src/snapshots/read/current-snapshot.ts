@@ -9,7 +9,7 @@ import { Pins } from './pins.js';
 import { acquireWriterLock } from '../writer-lock.js';
 import { type CompileTarget, type StoredMerge } from '../../query/compile.js';
 import { indexTable, POSITION_COLUMN, workspaceColumn } from '../../catalog/catalog.js';
-import { hiddenTable, layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, standingRuns, storedMerge } from '../delta-layout.js';
+import { hiddenPositions, layeredRows, lowestFile, mergedViewRows, organizationLayers, positionedViewRows, standingRuns, storedMerge } from '../delta-layout.js';
 import {
   type AccessData, type AppliedBatch, type Retention, snapshotsDir, listSnapshotIds, pruneSnapshots, readAccess, readCurrentId, readManifest, retainedIds, snapshotPath, type Manifest,
 } from '../snapshot-dir.js';
@@ -280,7 +280,7 @@ function deltaTarget(view: string, organization: string, layers: Layers, manifes
     ...(csvLines !== undefined ? {
       storedMerge: {
         ...storedMerge(stack, view, common.organizationKey), ...hiddenOf(manifest, organization, view),
-        ...(positions ? { hidden: `(SELECT pos FROM "${positions.alias}".${ident(hiddenTable(view))} WHERE _org_key = ${Math.trunc(common.organizationKey)})` } : {}),
+        ...(positions ? { hidden: hiddenPositions(`"${positions.alias}"`, view, common.organizationKey) } : {}),
       },
     } : {}),
   };
