@@ -77,10 +77,24 @@ export async function benchSnapshot(benchDir: string, log: (m: string) => void):
   await ensureSample(source, { organizations: 2000, workspaces: 1_000_000, seed: 1, resources: true }, log);
   if ((await readCurrentId(benchDir)) === null) {
     log('loading the bench source');
-    await timedLoad(source, benchDir);
+    const { seconds } = await timedLoad(source, benchDir);
+    log(`loaded in ${seconds} s`);
+    writeFileSync(join(benchDir, LOAD_FILE), JSON.stringify({ seconds, at: new Date().toISOString() }));
   }
   const baseId = (await readCurrentId(benchDir))!;
   return { source, baseId, orgs: await organizations(snapshotPath(benchDir, baseId)) };
+}
+
+const LOAD_FILE = 'load.json';
+
+/**
+ * How long the bench snapshot's load took on this machine, and when: the stream's targets name a machine class
+ * by it (a full load of the bench source in about 300 s), and bounds the follower's CPU proportionally more on
+ * slower machines. Undefined where the snapshot was loaded before the load's time was kept.
+ */
+export function benchLoad(benchDir: string): { seconds: number; at: string } | undefined {
+  const file = join(benchDir, LOAD_FILE);
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as { seconds: number; at: string } : undefined;
 }
 
 /** `explorer load <source>` into `dataDir`, timed by /usr/bin/time: wall seconds and peak RSS in GiB. */
