@@ -14,8 +14,11 @@ export interface OpenLoopKind {
   next: () => { path: string; headers: Record<string, string> };
 }
 
-/** One answer: its kind, milliseconds from when it was due to its last byte, and its status (0: no answer). */
-export interface OpenLoopAnswer { kind: string; due: number; ms: number; status: number }
+/**
+ * One answer: its kind, milliseconds from when it was due to its last byte, and its status (0: no answer, then
+ * `error` says what the client saw instead: the socket error's code, or its message).
+ */
+export interface OpenLoopAnswer { kind: string; due: number; ms: number; status: number; error?: string }
 
 /**
  * Sends each kind at its rate for `seconds` against `base` (http://host:port), calling `onAnswer` for each
@@ -32,14 +35,20 @@ export async function openLoop(base: string, kinds: readonly OpenLoopKind[], sec
   const send = (kind: OpenLoopKind, due: number) => {
     const { path, headers } = kind.next();
     const done = new Promise<void>((resolve) => {
-      const finish = (status: number) => { onAnswer({ kind: kind.name, due, ms: performance.now() - due, status }); resolve(); };
+      let finished = false;
+      const finish = (status: number, e?: Error) => {
+        if (finished) return;
+        finished = true;
+        onAnswer({ kind: kind.name, due, ms: performance.now() - due, status, ...(e ? { error: (e as NodeJS.ErrnoException).code ?? e.message } : {}) });
+        resolve();
+      };
       const req = request({ host: url.hostname, port: url.port, path, headers, agent }, (res) => {
         res.resume();
         res.on('end', () => finish(res.statusCode ?? 0));
-        res.on('error', () => finish(0));
+        res.on('error', (e) => finish(0, e));
       });
       req.setTimeout(timeoutMs, () => req.destroy(new Error('timed out')));
-      req.on('error', () => finish(0));
+      req.on('error', (e) => finish(0, e));
       req.end();
     });
     pending.add(done);

@@ -130,9 +130,14 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
     touched: small(s.streamed),
     untouched: small(s.untouched),
   };
-  const count = (kind: Kind, status: number, ms: number) => {
+  // A failure with no status is counted by what the client saw ("0 ECONNRESET"): the server's refusal or the client's own.
+  const count = (kind: Kind, status: number, ms: number, error?: string) => {
     if (status === 200) current.ms[kind].push(ms);
-    else { current.errors[kind]++; current.statuses[status] = (current.statuses[status] ?? 0) + 1; }
+    else {
+      const key = error === undefined ? String(status) : `${status} ${error}`;
+      current.errors[kind]++;
+      current.statuses[key] = (current.statuses[key] ?? 0) + 1;
+    }
   };
   // Closed loops: 8 connections per group of small organizations, 1 on the largest.
   const closed = (seconds: number) => Promise.all(KINDS.map((kind) => run({
@@ -141,7 +146,7 @@ async function streamUnder(load: 'fixed' | 'saturated', s: { baseId: string; lar
   } as autocannon.Options, (status, ms) => count(kind, status, ms))));
   let rates: Record<Kind, number> | undefined;
   const fixed = (seconds: number) => openLoop(server.url, KINDS.map((kind): OpenLoopKind => ({ name: kind, rate: rates![kind], next: next[kind] })), seconds,
-    (a) => count(a.kind as Kind, a.status, a.ms));
+    (a) => count(a.kind as Kind, a.status, a.ms, a.error));
   const pages = (seconds: number) => (load === 'fixed' ? fixed(seconds) : closed(seconds));
 
   const follower = spawn(process.execPath, [CLI, 'ingest', SPOOL], { env: { ...process.env, DATA_DIR: WORK }, stdio: ['ignore', 'pipe', 'inherit'] });
