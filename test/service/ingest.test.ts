@@ -165,7 +165,8 @@ describe('explorer apply and explorer ingest', function () {
       // A producer writes elsewhere in the spool and renames the complete batch into incoming/.
       cpSync(join(batches, 'batch-0003'), join(spool, 'writing'), { recursive: true });
       renameSync(join(spool, 'writing'), join(spool, 'incoming', 'batch-0003'));
-      await until(() => existsSync(join(spool, 'done', 'batch-0003')), 60_000, 'batch-0003');
+      // The follower logs a batch after moving it to done/: wait for its line too, which may come a moment later.
+      await until(() => existsSync(join(spool, 'done', 'batch-0003')) && f.lines().some((l) => l.batches?.includes('batch-0003')), 60_000, 'batch-0003');
       expect(readFileSync(join(spool, 'rejected', 'batch-0002', 'problems.txt'), 'utf8')).to.match(/^workspaces\.ndjson:1: /);
       expect(readdirSync(join(spool, 'incoming'))).to.deep.equal([]);
       const manifest = await readManifest(dataDir, (await readCurrentId(dataDir))!);
