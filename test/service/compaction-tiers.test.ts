@@ -62,12 +62,17 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
 
     let state = s0;
     const current = async () => readManifest(viaBatches, (await readCurrentId(viaBatches))!);
+    /** The full load's answers since its last load: a compaction changes only the batches' side. */
+    let loaded = new Map<string, { status: number; body: string }>();
     /** Every organization's routes on both servers, the same answers. */
-    const compare = async (label: string) => {
+    const compare = async (label: string, loadUnchanged = false) => {
       await Promise.all([a.snapshots.refresh(), b.snapshots.refresh()]);
+      if (!loadUnchanged) loaded = new Map();
       for (const org of byCount) {
         for (const path of comparedRoutes(org)) {
-          const [p, r] = await Promise.all([comparableAnswer(a, path, tokens.get(org)), comparableAnswer(b, path, tokens.get(org))]);
+          const key = `${org} ${path}`;
+          const [p, r] = await Promise.all([comparableAnswer(a, path, tokens.get(org)), loaded.get(key) ?? comparableAnswer(b, path, tokens.get(org))]);
+          loaded.set(key, r);
           expect(p.status, `${label}: ${path}`).to.equal(200);
           expect(p, `${label}: ${path}`).to.deep.equal(r);
         }
@@ -87,7 +92,7 @@ describe('compaction: an earlier whole layer left where it lies, a large organiz
       // Each organization's rows sorted and written as a part of its own (whole-views.ts writeParts).
       const done = await compactLayers(viaBatches, { memoryLimit: '1GB', partRows: 1, ...options });
       expect(done, `${label}: compacted`).to.not.equal(null);
-      await compare(`${label}, compacted`);
+      await compare(`${label}, compacted`, true);
       return { done: done!, manifest: await current() };
     };
     return { large: byCount[0]!, small: byCount.at(-1)!, step, compact, current };
