@@ -11,7 +11,7 @@ export DATA_DIR HOST PORT
 
 EXPLORER := npm run -s explorer --
 
-.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-at-rest bench-follower bench-designs bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
+.PHONY: install build run test test-deps cluster cluster-deps cluster-stop sample load apply sync clean bench bench-changes bench-sync bench-notify bench-stream bench-at-rest bench-disk bench-follower bench-designs bench-cluster bench-history bench-scale bench-load-phases bench-100m soak
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.installed: package.json package-lock.json
@@ -136,6 +136,10 @@ bench-stream: build
 # step: what layered organizations' pages cost as batches accumulate (bench/at-rest.ts).
 bench-at-rest: build
 	node dist/bench/at-rest.js
+
+# What the data directory holds as the stream's batches are applied one at a time, by kind of file (bench/disk.ts).
+bench-disk: build
+	node dist/bench/disk.js
 
 # F1–F2 (docs/performance.md, "Change batches: one thread", "What a follower costs a server's pages"): a
 # batch's CPU on one DuckDB thread and on two, and what a server's page pays for batches applied beside it.
