@@ -19,7 +19,7 @@ const BATCHES = Number(process.env.DISK_BATCHES ?? 60);
 const log = (m: string) => console.error(`[bench-disk] ${m}`);
 const gb = (bytes: number) => Math.round(bytes / 2 ** 30 * 1000) / 1000;
 
-interface Split { batches: number; snapshots: number; total_gb: number; ratio: number; kinds: Record<string, { files: number; gb: number }> }
+interface Split { batches: number; snapshots: number; bytes: number; total_gb: number; ratio: number; kinds: Record<string, { files: number; gb: number }> }
 
 /** The bytes on disk under snapshots/ by kind of file (a numbered name's number put aside), each inode once. */
 function split(batches: number, before?: number): Split {
@@ -39,7 +39,7 @@ function split(batches: number, before?: number): Split {
   }
   const total = Object.values(kinds).reduce((a, k) => a + k.bytes, 0);
   return {
-    batches, snapshots: ids.length, total_gb: gb(total), ratio: before ? Math.round(total / before * 1000) / 1000 : 1,
+    batches, snapshots: ids.length, bytes: total, total_gb: gb(total), ratio: before ? Math.round(total / before * 1000) / 1000 : 1,
     kinds: Object.fromEntries(Object.entries(kinds).sort().map(([k, v]) => [k, { files: v.files, gb: gb(v.bytes) }])),
   };
 }
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const { order } = await streamBatches(BENCH_DIR, orgs, BATCHES, log);
   linkedCopy(BENCH_DIR, WORK, baseId);
   const first = split(0);
-  const before = first.total_gb * 2 ** 30;
+  const before = first.bytes;
   const splits = [first];
   const env = { ...process.env, DATA_DIR: WORK, SNAPSHOT_KEEP: '30', SNAPSHOT_KEEP_DAYS: '0' };
   try {
