@@ -25,11 +25,18 @@ build: install
 
 # The tests start their own redis-server (and Redis Clusters), HAProxy, and drive Debian's chromium
 # (/usr/bin/chromium); openssl makes the private CA a sync over TLS is tested with. Each is installed from
-# Debian's packages when missing, so that `make test` works on a fresh machine.
+# Debian's packages when missing, so that `make test` works on a fresh machine. REFLINK_DIR is a small XFS
+# filesystem on a loop device (xfsprogs; mounting needs root), where the deltas are tested to be cloned
+# rather than copied (test/service/cloned-deltas.test.ts); it stays mounted for the next run.
+REFLINK_DIR ?= /var/tmp/explorer-reflink
+export REFLINK_DIR
 test-deps: cluster-deps
 	@command -v openssl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null; }
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v mkfs.xfs >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xfsprogs >/dev/null; }
+	@mountpoint -q $(REFLINK_DIR) || { mkdir -p $(REFLINK_DIR) && truncate -s 512M $(REFLINK_DIR).img && \
+	  mkfs.xfs -q -f -m reflink=1 $(REFLINK_DIR).img && mount -o loop $(REFLINK_DIR).img $(REFLINK_DIR); }
 
 # The whole suite runs the server and the loader under a zone with a half-hour offset and daylight saving,
 # and a locale other than English: an answer that depends on the host fails here, not in production.

@@ -2,13 +2,14 @@
 // The stream's batches (bench/stream-batches.ts) are applied one at a time by `explorer apply` to a linked copy
 // of the bench snapshot, with the retention the stream's server has (SNAPSHOT_KEEP 30), and after every fifth
 // batch and every large one the bytes under snapshots/ are split by kind of file, each file counted once
-// however many snapshots link it: the base, the newer deltas (delta.duckdb) and the older ones (major.duckdb)
+// however many snapshots link it and each block once however many clone it: the base, the newer deltas (delta.duckdb) and the older ones (major.duckdb)
 // that retained snapshots keep copies of. Nothing serves meanwhile and batches are not coalesced, so a
 // snapshot is made for every batch: more snapshots than the stream's follower makes in the same time.
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DISK_BATCHES (60).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { filesUnder, newBytesOf } from '../test/helpers/disk.js';
 import { benchSnapshot, CLI, linkedCopy, ROOT } from './lib.js';
 import { streamBatches } from './stream-batches.js';
 
@@ -21,22 +22,23 @@ const gb = (bytes: number) => Math.round(bytes / 2 ** 30 * 1000) / 1000;
 
 interface Split { batches: number; snapshots: number; bytes: number; total_gb: number; ratio: number; kinds: Record<string, { files: number; gb: number }> }
 
-/** The bytes on disk under snapshots/ by kind of file (a numbered name's number put aside), each inode once. */
+/**
+ * The bytes on disk under snapshots/ by kind of file (a numbered name's number put aside), each block once
+ * however many snapshots link or clone the file that holds it, charged to the oldest snapshot's file that holds
+ * it (test/helpers/disk.ts).
+ */
 function split(batches: number, before?: number): Split {
-  const seen = new Set<number>();
   const kinds: Record<string, { files: number; bytes: number }> = {};
   const root = join(WORK, 'snapshots');
-  const ids = readdirSync(root).filter((id) => statSync(join(root, id)).isDirectory());
-  for (const id of ids) {
-    for (const name of readdirSync(join(root, id))) {
-      const st = statSync(join(root, id, name));
-      if (!st.isFile() || seen.has(st.ino)) continue;
-      seen.add(st.ino);
-      const kind = (kinds[name.replace(/-\d+\./, '-N.')] ??= { files: 0, bytes: 0 });
-      kind.files++;
-      kind.bytes += st.blocks * 512;
-    }
-  }
+  const ids = readdirSync(root).filter((id) => statSync(join(root, id)).isDirectory()).sort();
+  // Snapshot ids sort by age; a file linked by several is listed once, under the oldest.
+  const files = filesUnder(root);
+  const added = newBytesOf(files);
+  files.forEach((file, i) => {
+    const kind = (kinds[basename(file).replace(/-\d+\./, '-N.')] ??= { files: 0, bytes: 0 });
+    kind.files++;
+    kind.bytes += added[i]!;
+  });
   const total = Object.values(kinds).reduce((a, k) => a + k.bytes, 0);
   return {
     batches, snapshots: ids.length, bytes: total, total_gb: gb(total), ratio: before ? Math.round(total / before * 1000) / 1000 : 1,

@@ -3,7 +3,7 @@
 // view statements a load runs, over the batch's own rows with the source state they refer to; the views
 // grouped across workspaces are rebuilt for the organizations the batch touches, from their rows alone.
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import { catalogFor, declaredColumn, ORGANIZATION_KEY_COLUMN, POSITION_COLUMN, VIEW_NAMES, workspaceColumn } from '../../catalog/catalog.js';
 import { VIEW_DECLS } from '../../catalog/views.js';
 import { interruptible } from '../../duckdb/interruptible.js';
@@ -252,10 +252,13 @@ async function attachStack(input: DeltaInput, db: DuckDBConnection, run: Build['
   // likewise starts from the older delta's file and adds the newer delta's rows to it: copied through DuckDB
   // and sorted, the older delta cost every fold (every large batch) what the stream had written since the
   // last compaction (docs/performance.md, "Change batches: the older delta changed in place"). The current
-  // snapshot's files are never written: the new delta is a copy.
+  // snapshot's files are never written: the new delta is a copy. On a filesystem that clones files (XFS with
+  // reflinks, btrfs) the copy is a clone (FICLONE asked first; the kernel's copy_file_range clones there too):
+  // it shares the blocks of the one before and only those the batch writes take space, so the retained
+  // snapshots' copies cost what changed between them (docs/deployment.md, "Disk"). Elsewhere it is whole.
   const copiedFile = input.fold ? input.layers.major ?? input.layers.minor : input.layers.minor;
   const inPlace = copiedFile !== null;
-  if (copiedFile !== null) await fs.copyFile(copiedFile, input.outPath);
+  if (copiedFile !== null) await fs.copyFile(copiedFile, input.outPath, fsConstants.COPYFILE_FICLONE);
   await run(`ATTACH ${sqlLiteral(input.outPath)} AS out (STORAGE_VERSION '${STORAGE_VERSION}')`);
   // One checkpoint, the last statement's: past DuckDB's default 16 MB of log, a statement midway checkpointed
   // the whole delta with every column compressed (0.17–0.2 s of a small batch's 1 s), before the choice of
