@@ -214,7 +214,7 @@ async function main(): Promise<void> {
     report({ scenario: 'K4 idle', what: `the same once the idle follower compacted the layers (${compaction.organizations} organizations held whole, ${round(compaction.seconds)} s, CPU ${round(compactCpuSeconds)} s)`,
       measured: `A ${aWhole.latency.p50} ÷ ${aBase.latency.p50} ms = ${round(whole.a, 2)}; B ${round(bWhole.requests.average)} vs ${round(bBase.requests.average)} req/s = ${round(whole.b, 2)}`,
       target: '≤ 1.2', pass: whole.a <= 1.2 && whole.b <= 1.2 });
-    report({ scenario: 'K5', what: `disk of the ${ids.length} retained snapshots (hard links once) ÷ the base snapshot, as the batches left them`,
+    report({ scenario: 'K5', what: `disk of the ${ids.length} retained snapshots (each block once, linked or cloned) ÷ the base snapshot, as the batches left them`,
       measured: `${round(all / 1e6, 2)} ÷ ${round(one / 1e6, 2)} GB = ${round(all / one, 2)}; deltas ${round(Math.min(...deltas) / 1e6)}–${round(Math.max(...deltas) / 1e6)} MB`,
       target: '≤ 1.3', pass: all / one <= 1.3 });
     report({ scenario: 'K5 idle', what: 'the same once the layers were compacted (the current snapshot\'s whole layer added)',

@@ -24,7 +24,8 @@
 // S5      saturated: small-organization throughput over the stream ÷ before
 // S6      the follower's CPU over the stream, in cores (each load), against 0.2 scaled by the bench source's
 //         load time on this machine ÷ 300 s where it was timed ($BENCH_DIR/load.json), as §5 scales it
-// S8      the data directory (`snapshots/`, hard links once; the spool is outside it) every 5 s ÷ before
+// S8      the data directory (`snapshots/`, each block once however many files link or clone it; the spool is
+//         outside it) every 5 s ÷ before
 // (S7 is in-process: bench/designs.ts.) Every load runs on its own copy of the bench data directory whose
 // snapshot files are hard links. Environment: BENCH_DIR (default $DATA_DIR/bench), STREAM_MINUTES (20),
 // STREAM_BEFORE_SECONDS (120), STREAM_LOADS (fixed,saturated), STREAM_SHARE (0.6).
