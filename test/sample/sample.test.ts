@@ -180,7 +180,8 @@ function validate(data: Record<SampleFile, Row[]>): string[] {
 }
 
 describe('sample snapshot source', function () {
-  this.timeout(20000);
+  // Writing 20,000 workspaces takes seconds alone, and over 20 s beside three other files of the suite.
+  this.timeout(120_000);
   let root: string;
   let dir: string;
   let summary: SampleSummary;

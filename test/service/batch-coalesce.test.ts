@@ -33,7 +33,7 @@ const write = (dir: string, file: string, rows: (Row | string)[]) => {
 };
 
 describe('batches waiting together apply as one snapshot', function () {
-  this.timeout(300_000);
+  this.timeout(600_000);
   let dir: string;
   const servers: RunningServer[] = [];
   after(async () => {
@@ -124,7 +124,8 @@ describe('batches waiting together apply as one snapshot', function () {
         });
       }
       expect(rejected, problems.join('\n')).to.deep.equal(rejecting);
-      for (const end = Date.now() + 120_000; readdirSync(join(spool, 'incoming')).length > 0;) {
+      // A bound, not a timing: on a machine the rest of the suite kept busy a batch of 23 workspaces once took 40 s.
+      for (const end = Date.now() + 300_000; readdirSync(join(spool, 'incoming')).length > 0;) {
         if (Date.now() > end) throw new Error(`the follower did not drain incoming/: ${out}`);
         await sleep(100);
       }

@@ -243,7 +243,10 @@ async function compactInBackground(opts: IngestOptions, why: 'idle' | 'deltas', 
     }
   } catch (e) {
     if (opts.signal.aborted) return;
-    opts.log('warn', 'layers not compacted', { why, error: (e as Error).message });
+    // The batches held the writer lock all the while it waited: they come first, and the deltas that
+    // triggered it trigger it again after the next batch. Not a fault, so not a warning.
+    if (e instanceof WriterBusyError) opts.log('info', 'compaction deferred', { why, error: e.message });
+    else opts.log('warn', 'layers not compacted', { why, error: (e as Error).message });
   }
 }
 
