@@ -112,7 +112,7 @@ describe('batches waiting together apply as one snapshot', function () {
     // other data directory meanwhile.
     const spool = join(together, 'spool');
     for (const [name] of order) cpSync(join(dir, 'named', name), join(spool, 'incoming', name), { recursive: true });
-    const follower = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: together, INGEST_COMPACT_IDLE_SECONDS: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const follower = spawn(process.execPath, [CLI, 'ingest', spool], { env: { ...process.env, DATA_DIR: together, INGEST_COMPACT_IDLE_SECONDS: '0', INGEST_NICE: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     follower.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
     try {
