@@ -4,7 +4,7 @@
 // DuckDB, the server, the store, the sample generator) is imported when that command runs, so no command pays
 // start-up time for the others' modules.
 import { UsageError } from './args.js';
-import { returnFreedMemoryPromptly } from '../duckdb/allocator.js';
+import { setAllocatorFor } from '../duckdb/allocator.js';
 
 const USAGE = `usage: explorer <command>
   sample <dir> [--organizations N] [--workspaces N] [--seed S]   write a synthetic snapshot source
@@ -29,6 +29,8 @@ Environment: DATA_DIR (default ./data); docs/configuration.md lists the rest.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Before any command's module loads DuckDB: jemalloc reads its setting at its first allocation.
+  setAllocatorFor(command);
   switch (command) {
     case 'sample': await (await import('./sample.js')).sample(rest); return 0;
     case 'sample-changes': return (await import('./sample-changes.js')).sampleChanges(rest);
@@ -36,10 +38,7 @@ async function main(argv: string[]): Promise<number> {
     case 'load-series': return (await import('./load.js')).loadSeries(rest);
     case 'apply': return (await import('./apply.js')).apply(rest);
     case 'ingest': return (await import('./apply.js')).ingest(rest);
-    case 'sync':
-      // A mirror runs on a laptop or a small VM: its memory is SYNC_MEMORY_LIMIT's, not that plus what DuckDB freed.
-      returnFreedMemoryPromptly();
-      return (await import('./sync.js')).sync(rest);
+    case 'sync': return (await import('./sync.js')).sync(rest);
     case 'token': return (await import('./token.js')).token(rest);
     case 'serve': await (await import('./serve.js')).serve(rest); return -1;
     case 'notify': return (await import('./notify.js')).notify(rest);

@@ -1,5 +1,6 @@
 // `explorer sync` makes DuckDB's bundled jemalloc return freed pages at once (duckdb/allocator.ts): that is
-// what keeps a first sync near SYNC_MEMORY_LIMIT. Checked in child processes, because jemalloc reads its
+// what keeps a first sync near SYNC_MEMORY_LIMIT; `explorer ingest` makes it keep them ten seconds, from one
+// batch to the next. Checked in child processes, because jemalloc reads its
 // configuration once per process: each fills a temporary table of about 150 MB, drops it, and reports its
 // resident memory at the peak and after the drop. The control shows the retention the setting removes, so
 // that a DuckDB release that renames the variable or changes its default is noticed here.
@@ -14,7 +15,7 @@ const ALLOCATOR = new URL('../../src/duckdb/allocator.js', import.meta.url).href
 
 const CHILD = `
 const prompt = process.argv[1] === 'prompt';
-if (prompt) (await import(${JSON.stringify(ALLOCATOR)})).returnFreedMemoryPromptly();
+if (prompt) (await import(${JSON.stringify(ALLOCATOR)})).setAllocatorFor('sync');
 const { DuckDBInstance } = await import('@duckdb/node-api');
 const { readFileSync } = await import('node:fs');
 const anonMb = () => {
@@ -57,14 +58,26 @@ describe('memory DuckDB frees in a sync process', function () {
     expect(peak).to.be.above(120);
     expect(after, `resident after the drop (peak ${Math.round(peak)} MB)`).to.be.above(peak * 0.8);
   });
+});
 
-  it('leaves a configuration the user set alone', async () => {
-    const { returnFreedMemoryPromptly, PROMPT_RETURN_CONF } = await import('../../src/duckdb/allocator.js');
-    const mine: NodeJS.ProcessEnv = { DUCKDB_JE_MALLOC_CONF: 'dirty_decay_ms:500' };
-    returnFreedMemoryPromptly(mine);
-    expect(mine.DUCKDB_JE_MALLOC_CONF).to.equal('dirty_decay_ms:500');
-    const unset: NodeJS.ProcessEnv = {};
-    returnFreedMemoryPromptly(unset);
-    expect(unset.DUCKDB_JE_MALLOC_CONF).to.equal(PROMPT_RETURN_CONF);
+describe('the allocator setting of each explorer command', () => {
+  it('returns freed memory at once in a sync, keeps it ten seconds in the ingest follower, leaves the rest to DuckDB', async () => {
+    const { setAllocatorFor, PROMPT_RETURN_CONF, BETWEEN_BATCHES_CONF } = await import('../../src/duckdb/allocator.js');
+    expect(BETWEEN_BATCHES_CONF).to.equal('dirty_decay_ms:10000,muzzy_decay_ms:10000');
+    const set = (command: string | undefined) => { const env: NodeJS.ProcessEnv = {}; setAllocatorFor(command, env); return env.DUCKDB_JE_MALLOC_CONF; };
+    expect(set('sync')).to.equal(PROMPT_RETURN_CONF);
+    expect(set('ingest')).to.equal(BETWEEN_BATCHES_CONF);
+    for (const command of ['serve', 'load', 'apply', 'notify', undefined]) expect(set(command), String(command)).to.equal(undefined);
+  });
+
+  it('leaves a setting the user made alone, an empty one (DuckDB\'s own) too', async () => {
+    const { setAllocatorFor } = await import('../../src/duckdb/allocator.js');
+    for (const command of ['sync', 'ingest']) {
+      for (const mine of ['dirty_decay_ms:500', '']) {
+        const env: NodeJS.ProcessEnv = { DUCKDB_JE_MALLOC_CONF: mine };
+        setAllocatorFor(command, env);
+        expect(env.DUCKDB_JE_MALLOC_CONF, `${command} with ${JSON.stringify(mine)}`).to.equal(mine);
+      }
+    }
   });
 });
