@@ -228,7 +228,8 @@ async function applyLocked(
   const root = snapshotsDir(opts.dataDir);
   const tmp = join(root, `.tmp-${newSnapshotId()}`);
   // Opened only for batches coalesced, which are validated before the build: a batch alone is validated on the
-  // build's own instance (delta.ts), which saved opening another and attaching the layers again (28–64 ms).
+  // build's own instance (delta.ts), which saved opening another and attaching the layers again (28–64 ms). A
+  // follower reads it on the second instance its writer keeps (writer-instance.ts).
   let state: Promise<SnapshotState> | undefined;
   try {
     const currentId = await readCurrentId(opts.dataDir);
@@ -239,7 +240,7 @@ async function applyLocked(
     }
     const currentDir = snapshotPath(opts.dataDir, currentId);
     const paths = layerPaths(currentDir, current);
-    const sourceState = () => (state ??= openSnapshotState(paths, opts.threads));
+    const sourceState = () => (state ??= opts.writer ? opts.writer.sourceState(paths) : openSnapshotState(paths, opts.threads));
     await fs.mkdir(tmp, { recursive: true });
     const chosen = await choose(current, sourceState, tmp);
     if (chosen === null) return null;

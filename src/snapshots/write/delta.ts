@@ -227,12 +227,12 @@ export async function buildDelta(input: DeltaInput): Promise<DeltaResult> {
   } finally {
     // Validation reads through this instance: it closes once validation is done, whatever the build came to.
     await validation?.catch(() => undefined);
-    state?.close();
+    await state?.close();
     release();
     db.closeSync();
     if (!input.writer) instance.closeSync();
-    else if (failed) await input.writer.close();
-    else await input.writer.afterBuild().catch(() => input.writer!.close());
+    else if (failed) await input.writer.closeBuilder();
+    else await input.writer.afterBuild().catch(() => input.writer!.closeBuilder());
   }
 }
 

@@ -9,12 +9,16 @@ import { BATCH_THREADS, mergedState } from '../delta-layout.js';
 import { attachLayers, type LayerPaths } from './build-steps.js';
 
 export interface SnapshotState extends SourceState {
-  close(): void;
+  close(): void | Promise<void>;
 }
+
+/** An instance to read source state on: lookups by key, which need little memory. */
+export const openStateInstance = (threads = BATCH_THREADS): Promise<DuckDBInstance> =>
+  openInstance(':memory:', { threads: String(threads), memory_limit: '256MB' });
 
 /** Opens the source state of a snapshot's layers (read-only), or of a loaded snapshot's DuckDB file at `path`. */
 export async function openSnapshotState(paths: LayerPaths | string, threads = BATCH_THREADS): Promise<SnapshotState> {
-  const instance: DuckDBInstance = await openInstance(':memory:', { threads: String(threads), memory_limit: '256MB' });
+  const instance = await openStateInstance(threads);
   const db: DuckDBConnection = await instance.connect();
   const layers = await attachLayers((sql) => db.run(sql),
     typeof paths === 'string' ? { base: paths, whole: null, overlays: [], major: null, minor: null } : paths);
@@ -29,7 +33,7 @@ export async function openSnapshotState(paths: LayerPaths | string, threads = BA
  * of its own: its views are the connection's own (temporary), so that it can share an instance with a writer
  * that attached the layers (a batch's build: delta.ts). `close` is what its close() does.
  */
-export async function stateOn(db: DuckDBConnection, stack: readonly string[], close: () => void): Promise<SnapshotState> {
+export async function stateOn(db: DuckDBConnection, stack: readonly string[], close: () => void | Promise<void>): Promise<SnapshotState> {
   await db.run((['organizations', 'projects', 'workspaces'] as const)
     .map((kind) => `CREATE TEMP VIEW state_source_${kind} AS SELECT * FROM ${mergedState(stack, kind)}`).join(';\n'));
   /** `sql` with each of `lists` bound as a list parameter (none asked: no rows). */

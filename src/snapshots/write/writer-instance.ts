@@ -8,18 +8,24 @@
 // layers, the batch's attachments, the staging's tables) goes when it ends (`afterBuild`). A build that fails,
 // or whose leftovers cannot be dropped, closes the instance, and the next opens another: nothing a failed
 // build left can reach the next.
+// Batches coalesced are validated before their build, and again beside it, on a second instance kept the same
+// way (`sourceState`). Closing a DuckDB instance returns the freed pages of every instance in the process to
+// the system (docs/development.md), so one opened and closed for each coalesced build made the next build take
+// its pages from the system again, which the follower's allocator setting (duckdb/allocator.ts) is there to spare.
 import type { DuckDBInstance } from '@duckdb/node-api';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { openInstance } from '../../duckdb/open-instance.js';
 import { BATCH_THREADS } from '../delta-layout.js';
-import type { KeptLayers } from './build-steps.js';
+import { attachLayers, type KeptLayers, type LayerPaths } from './build-steps.js';
+import { openStateInstance, stateOn, type SnapshotState } from './snapshot-state.js';
 
 /** Where a kept instance spills (DuckDB cannot move its temporary directory once it has used it): one per process. */
 const spillRoot = (dataDir: string) => join(dataDir, 'writer-tmp');
 
 export class WriterInstance {
   private opened: { instance: DuckDBInstance; layers: KeptLayers } | null = null;
+  private reader: { instance: DuckDBInstance; layers: KeptLayers } | null = null;
 
   constructor(private readonly settings: { dataDir: string; threads?: number; memoryLimit?: string }) {}
 
@@ -60,8 +66,44 @@ export class WriterInstance {
     }
   }
 
-  /** Closes the instance (a failed build's, or the follower's at its end); the next take() opens another. */
+  /**
+   * The source state of the layers `paths`, read on the second kept instance through a connection of its own.
+   * What it attaches besides the kept layers goes when it closes; if that fails, the instance goes with it.
+   */
+  async sourceState(paths: LayerPaths): Promise<SnapshotState> {
+    this.reader ??= { instance: await openStateInstance(this.settings.threads), layers: new Map() };
+    const { instance, layers } = this.reader;
+    const db = await instance.connect();
+    try {
+      const attached = await attachLayers((sql) => db.run(sql), paths, layers);
+      return await stateOn(db, attached.stack, async () => {
+        const dropped = await attached.detach().then(() => true, () => false);
+        db.closeSync();
+        if (!dropped) this.closeReader();
+      });
+    } catch (e) {
+      db.closeSync();
+      this.closeReader();
+      throw e;
+    }
+  }
+
+  private closeReader(): void {
+    this.reader?.instance.closeSync();
+    this.reader = null;
+  }
+
+  /** Closes both instances (the follower's at its end). */
   async close(): Promise<void> {
+    this.closeReader();
+    await this.closeBuilder();
+  }
+
+  /**
+   * Closes the builds' instance (a failed build's); the next take() opens another. The reader stays: a
+   * coalesced batch's validation may still be reading on it.
+   */
+  async closeBuilder(): Promise<void> {
     if (!this.opened) return;
     this.opened.instance.closeSync();
     this.opened = null;
