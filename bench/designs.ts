@@ -23,6 +23,9 @@
 //     into overlays, one with every organization layered, and one layered with a tidying unit of organizations
 //     up to 20,000 rows after each batch (tidy.ts, INGEST_TIDY_ROWS): CPU per batch and per unit, and the pages of the
 //     organizations they touched ÷ the same organizations' on the base (p50 of each page, median ratio)
+// M7  the least a small organization written whole costs: ten of M1's organizations written into a file of their
+//     own as a batch's overlay writes them, and copied as stored (unsorted) with the base's compression, every
+//     column uncompressed, without the serving columns (row JSON, CSV line) and as their positions alone: CPU a row
 // P1  what planning costs a page: DuckDB binds, optimizes and plans a prepared statement that has parameters
 //     and reads a table again at every execution, and keeps the plan of one without. Each page's statements as
 //     the compiler writes them (values bound) against the same statements with the values written in as
@@ -32,7 +35,7 @@
 //     table written (bound) before each run, a statement without parameters whose plan DuckDB keeps
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
-// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,M6,S7,P1).
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,M6,M7,S7,P1).
 import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -46,9 +49,10 @@ import { readCurrentId } from '../src/snapshots/snapshot-dir.js';
 import type { Manifest } from '../src/snapshots/snapshot-dir.js';
 import { writeSampleChanges } from '../src/sample/sample-changes.js';
 import { layeredRows, mergedViewRows, DELTA_POSITION_BASE, TIDY_UNIT_ROWS } from '../src/snapshots/delta-layout.js';
-import { POSITION_COLUMN, ROW_JSON_COLUMN, workspaceColumn } from '../src/catalog/catalog.js';
-import { STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
+import { CSV_LINE_COLUMN, POSITION_COLUMN, ROW_JSON_COLUMN, SERVING_COLUMNS, workspaceColumn } from '../src/catalog/catalog.js';
+import { createViewTable, STORAGE_VERSION } from '../src/snapshots/write/build-steps.js';
 import { viewStatements } from '../src/snapshots/write/view-files.js';
+import { writeWholeViews } from '../src/snapshots/write/whole-views.js';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
 import { A_QUERY, benchSnapshot, linkedCopy, percentile, ROOT, writeResults, type BenchRow } from './lib.js';
@@ -58,7 +62,7 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const WORK = join(BENCH_DIR, 'designs');
 const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
 const BLOCK = 20;
-const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,M6,S7,P1').split(','));
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,M6,M7,S7,P1').split(','));
 const log = (m: string) => console.error(`[bench-designs] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 const rows: BenchRow[] = [];
@@ -376,6 +380,51 @@ async function main(): Promise<void> {
       await c.run('DROP TABLE m6_narrow; DROP TABLE IF EXISTS m6_wide');
     }
     rmSync(file, { force: true });
+  }
+
+  if (SCENARIOS.has('M7')) {
+    // M7: ten of the small batches' organizations (M1's) written whole into a file of their own, as a batch's
+    // overlay writes them (writeWholeViews: every view, sorted and numbered, its indexes) and as the least DuckDB
+    // can do: their workspaces and resources copied as stored by CREATE TABLE AS, with DuckDB's choice of
+    // compression, uncompressed, without the serving columns, and their positions alone. Each checkpointed; the
+    // better of three rounds taken in turn.
+    const picked = streamed.slice(0, 10);
+    const pickedKeys = picked.map((o) => keys[o.name]!);
+    const file = join(WORK, 'm7.duckdb');
+    await c.run(`ATTACH '${snapshot.attachment!.path}' AS f_base (READ_ONLY)`);
+    const each = (view: string, columns: string) => `(${pickedKeys.map((key) => `SELECT ${columns} FROM ${base}.${view} WHERE _org_key = ${key}`).join(' UNION ALL ')})`;
+    // Into tables declared as the base's (the serving columns uncompressed), or made by CREATE TABLE AS for a subset.
+    const copies = (columns: string) => async () => {
+      for (const view of ['workspaces', 'resources']) {
+        if (columns !== '*') await c.run(`CREATE TABLE m7.${view} AS SELECT * FROM ${each(view, columns)}`);
+        else {
+          await createViewTable(c, `m7.${view}`, `SELECT * FROM ${base}.${view} LIMIT 0`);
+          await c.run(`INSERT INTO m7.${view} SELECT * FROM ${each(view, columns)}`);
+        }
+      }
+    };
+    const forms: Record<string, () => Promise<unknown>> = {
+      'as an overlay writes them (every view)': () => writeWholeViews({ db: c, run: (sql) => c.run(sql), all, out: 'm7', rows: (view) => each(ident(view), '*'), first: 0, positions: 2 ** 27, layout: manifest }),
+      'copied as stored, the base\'s compression': copies('*'),
+      'copied as stored, uncompressed': async () => { await c.run("SET force_compression = 'uncompressed'"); try { await copies('*')(); } finally { await c.run('RESET force_compression'); } },
+      'copied without the serving columns, DuckDB\'s compression': copies(`* EXCLUDE (${SERVING_COLUMNS.filter((s) => s !== POSITION_COLUMN).map(ident).join(', ')})`),
+      'their positions alone': copies(`_org_key, ${ident(POSITION_COLUMN)}`),
+    };
+    const best: Record<string, number> = Object.fromEntries(Object.keys(forms).map((f) => [f, Infinity]));
+    for (let r = 0; r < 3; r++) {
+      for (const [form, write] of Object.entries(forms)) {
+        rmSync(file, { force: true });
+        await c.run(`ATTACH '${file}' AS m7 (STORAGE_VERSION '${STORAGE_VERSION}')`);
+        best[form] = Math.min(best[form]!, (await cost(async () => { await write(); await c.run('CHECKPOINT m7'); })).cpu);
+        await c.run('DETACH m7');
+      }
+    }
+    rmSync(file, { force: true });
+    await c.run('DETACH f_base');
+    const sizes = await Promise.all(['workspaces', 'resources'].map(async (view) => (await all(`SELECT count(*), sum(strlen(${ident(ROW_JSON_COLUMN)}) + strlen(${ident(CSV_LINE_COLUMN)})) FROM ${each(view, '*')}`))[0]!.map(Number)));
+    const rowCount = sizes.reduce((a, [n]) => a + n!, 0);
+    report('M7', `${picked.length} small organizations' rows: ${sizes.map(([n], i) => `${n!.toLocaleString('en')} ${i === 0 ? 'workspace' : 'resource'} rows`).join(', ')}, ${round(sizes.reduce((a, [, b]) => a + b!, 0) / 1e6, 1)} MB of row JSON and CSV lines`, '');
+    for (const [form, cpu] of Object.entries(best)) report('M7', `written whole, ${form}`, `${round(cpu, 3)} CPU-s, ${round((cpu / rowCount) * 1e6, 1)} µs a workspace or resource row`);
   }
 
   if (SCENARIOS.has('M4')) {
