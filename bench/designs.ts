@@ -26,6 +26,10 @@
 // M7  the least a small organization written whole costs: ten of M1's organizations written into a file of their
 //     own as a batch's overlay writes them, and copied as stored (unsorted) with the base's compression, every
 //     column uncompressed, without the serving columns (row JSON, CSV line) and as their positions alone: CPU a row
+// M8  the largest organization's provider groups with their workspaces as membership rows (group, workspace
+//     name): a change of 733 of its workspaces written that way (a copy of the file changed in place) against
+//     the groups rebuilt with their lists and serving columns as a batch writes them today; and its default
+//     providers page with the lists composed from the memberships against read from the stored rows
 // P1  what planning costs a page: DuckDB binds, optimizes and plans a prepared statement that has parameters
 //     and reads a table again at every execution, and keeps the plan of one without. Each page's statements as
 //     the compiler writes them (values bound) against the same statements with the values written in as
@@ -35,9 +39,9 @@
 //     table written (bound) before each run, a statement without parameters whose plan DuckDB keeps
 //
 // Environment: BENCH_DIR (default $DATA_DIR/bench), DESIGN_ROUNDS (blocks of 20 runs per plan, default 8),
-// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,M6,M7,S7,P1).
+// DESIGN_SCENARIOS (default M1,M2,M3,M4,M5,M6,M7,M8,S7,P1).
 import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
-import { rmSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, rmSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { compileQuery, type CompileTarget } from '../src/query/compile.js';
 import { parseQueryParameters } from '../src/query/parse-query.js';
@@ -62,7 +66,7 @@ const BENCH_DIR = resolve(process.env.BENCH_DIR ?? join(process.env.DATA_DIR ?? 
 const WORK = join(BENCH_DIR, 'designs');
 const ROUNDS = Number(process.env.DESIGN_ROUNDS ?? 8);
 const BLOCK = 20;
-const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,M6,M7,S7,P1').split(','));
+const SCENARIOS = new Set((process.env.DESIGN_SCENARIOS ?? 'M1,M2,M3,M4,M5,M6,M7,M8,S7,P1').split(','));
 const log = (m: string) => console.error(`[bench-designs] ${m}`);
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 const rows: BenchRow[] = [];
@@ -425,6 +429,86 @@ async function main(): Promise<void> {
     const rowCount = sizes.reduce((a, [n]) => a + n!, 0);
     report('M7', `${picked.length} small organizations' rows: ${sizes.map(([n], i) => `${n!.toLocaleString('en')} ${i === 0 ? 'workspace' : 'resource'} rows`).join(', ')}, ${round(sizes.reduce((a, [, b]) => a + b!, 0) / 1e6, 1)} MB of row JSON and CSV lines`, '');
     for (const [form, cpu] of Object.entries(best)) report('M7', `written whole, ${form}`, `${round(cpu, 3)} CPU-s, ${round((cpu / rowCount) * 1e6, 1)} µs a workspace or resource row`);
+  }
+
+  if (SCENARIOS.has('M8')) {
+    // M8: the largest organization's provider groups with their workspaces kept as membership rows (group,
+    // workspace name) instead of a list in each group's row: what a change of 1,000 of the stream's large batch
+    // shape (733 of its workspaces) costs to write that way against rebuilding the groups with their lists and
+    // serving columns as a batch does today, and what its default providers page costs with the lists composed
+    // from the memberships against read from the stored rows.
+    const org = sqlLiteral(largest.name);
+    const vs = statements.get('providers')!;
+    const listForms = ['workspaces', 'workspaces__m', ...vs.derived].filter((col, i, a) => a.indexOf(col) === i && col !== POSITION_COLUMN);
+    const file = join(WORK, 'm8.duckdb');
+    const copy = join(WORK, 'm8-copy.duckdb');
+    rmSync(file, { force: true });
+    await c.run(`ATTACH '${file}' AS m8 (STORAGE_VERSION '${STORAGE_VERSION}')`);
+    // Each group's memberships, named by the group's position in the base (its row there), in the order a list gives them.
+    const membersOf = (workspaces: string) => `SELECT DISTINCT p.${ident(POSITION_COLUMN)} AS grp, w.name AS workspace_name
+      FROM ${base}.source_providers u JOIN ${base}.source_workspaces w ON w.id = u.workspace_id
+      JOIN ${base}.providers p ON p._org_key = ${k} AND p.name = u.name AND p.source IS NOT DISTINCT FROM u.source
+        AND p.version IS NOT DISTINCT FROM u.version AND p.registry_type IS NOT DISTINCT FROM u.registry_type
+      WHERE u.organization = ${org} AND w.organization = ${org}${workspaces}`;
+    await c.run(`CREATE TABLE m8.members AS ${membersOf('')} ORDER BY grp, workspace_name`);
+    await c.run(`CREATE TABLE m8.groups AS SELECT * EXCLUDE (${listForms.map(ident).join(', ')}) FROM ${base}.providers WHERE _org_key = ${k} ORDER BY ${ident(POSITION_COLUMN)}`);
+    const [[wrong]] = await all(`SELECT count(*) FROM m8.groups g LEFT JOIN (SELECT grp, count(*) AS n FROM m8.members GROUP BY grp) m ON m.grp = g.${ident(POSITION_COLUMN)} WHERE m.n IS DISTINCT FROM g.workspace_count`) as [[bigint]];
+    if (Number(wrong) !== 0) throw new Error(`M8: ${wrong} groups' memberships do not count their workspaces`);
+    const [[members, groupCount]] = await all('SELECT (SELECT count(*) FROM m8.members), (SELECT count(*) FROM m8.groups)') as [[bigint, bigint]];
+    await c.run('DETACH m8');
+    // The change: 733 of its workspaces (a large batch's share of it), their memberships written again.
+    await c.run(`CREATE OR REPLACE TEMP TABLE m8_changed AS SELECT id, name FROM ${base}.source_workspaces WHERE organization = ${org} ORDER BY hash(id) LIMIT 733`);
+    const changedTest = ' AND w.id IN (SELECT id FROM m8_changed)';
+    const groups = `SELECT u.name, u.source, u.version, u.registry_type, bool_or(u.curated) AS curated, count(DISTINCT w.id) AS workspace_count, list(DISTINCT w.name ORDER BY w.name) AS members
+      FROM ${base}.source_providers u JOIN ${base}.source_workspaces w ON w.id = u.workspace_id WHERE u.organization = ${org} AND w.organization = ${org} GROUP BY ALL`;
+    const best = { today: Infinity, memberships: Infinity, found: Infinity };
+    for (let r = 0; r < 3; r++) {
+      // Today: the groups rebuilt with their lists, given their serving columns, and written.
+      rmSync(copy, { force: true });
+      await c.run(`ATTACH '${copy}' AS m8w (STORAGE_VERSION '${STORAGE_VERSION}')`);
+      await c.run(`CREATE OR REPLACE TEMP TABLE m8_narrow AS SELECT * EXCLUDE (${vs.derived.map(ident).join(', ')}) FROM ${base}.providers WHERE _org_key = ${k} ORDER BY ${ident(POSITION_COLUMN)}`);
+      best.today = Math.min(best.today, (await cost(async () => {
+        await c.run(`CREATE OR REPLACE TEMP TABLE m8_rebuilt AS ${groups}`);
+        await c.run(`CREATE OR REPLACE TEMP TABLE m8_wide AS ${vs.derive('m8_narrow', 0)}`);
+        await c.run('CREATE TABLE m8w.providers AS SELECT * FROM m8_wide; CHECKPOINT m8w');
+      })).cpu);
+      await c.run('DETACH m8w');
+      // Memberships: a copy of the file changed in place, as a delta is: the changed workspaces' memberships out
+      // and in again, the groups they touch counted again.
+      copyFileSync(file, copy);
+      await c.run(`ATTACH '${copy}' AS m8w`);
+      // The changed workspaces' memberships, found through the base's source rows (a batch could carry them).
+      best.found = Math.min(best.found, (await cost(() => c.run(`CREATE OR REPLACE TEMP TABLE m8_new AS ${membersOf(changedTest)}`))).cpu);
+      best.memberships = Math.min(best.memberships, (await cost(async () => {
+        await c.run('DELETE FROM m8w.members WHERE workspace_name IN (SELECT name FROM m8_changed)');
+        await c.run('INSERT INTO m8w.members SELECT * FROM m8_new ORDER BY ALL');
+        await c.run(`UPDATE m8w.groups g SET workspace_count = m.n FROM (SELECT grp, count(*) AS n FROM m8w.members WHERE grp IN (SELECT grp FROM m8_new) GROUP BY grp) m
+          WHERE g.${ident(POSITION_COLUMN)} = m.grp`);
+        await c.run('CHECKPOINT m8w');
+      })).cpu);
+      await c.run('DETACH m8w');
+    }
+    report('M8', `${largest.name}'s provider groups (${groupCount} groups, ${Number(members).toLocaleString('en')} memberships): a change of 733 of its workspaces written`,
+      `today (groups rebuilt with their lists, serving columns, written) ${round(best.today, 3)} CPU-s; as memberships (a copy changed in place) ${round(best.memberships, 3)} CPU-s, and ${round(best.found, 3)} CPU-s to find the changed workspaces' memberships through the base`);
+    // Its default providers page: the stored rows' JSON against the page's groups with their lists composed.
+    await c.run(`ATTACH '${file}' AS m8 (READ_ONLY)`);
+    const { query: q } = parseQueryParameters('terraform', decodeQueryString('type=providers'));
+    const compiled = compileQuery(q, snapshot.target('providers', largest.name));
+    const stored = await c.prepare(compiled.page.sql);
+    stored.bind(compiled.page.params as never);
+    const composed = await c.prepare(`WITH page AS (SELECT * FROM m8.groups WHERE _org_key = $1 LIMIT $2)
+      SELECT p.name, p.version, (SELECT string_agg(m.workspace_name, ', ' ORDER BY m.workspace_name) FROM m8.members m WHERE m.grp = p.${ident(POSITION_COLUMN)}) AS workspaces FROM page p`);
+    composed.bind([k, q.page.size] as never);
+    const check = (await (await c.prepare(`SELECT name, version, workspaces FROM ${base}.providers WHERE _org_key = ${k} LIMIT ${q.page.size}`)).runAndReadAll()).getRows();
+    if (asText((await composed.runAndReadAll()).getRows()) !== asText(check)) throw new Error('M8: the composed lists differ from the stored ones');
+    const times = await alternate({ stored: async () => pageRows(await stored.run(), false), composed: async () => (await composed.runAndReadAll()).getRows() });
+    stored.destroySync();
+    composed.destroySync();
+    await c.run('DETACH m8');
+    report('M8', `${largest.name}'s default providers page (${q.page.size} groups), p50 and p95 ms`,
+      `stored lists ${round(percentile(times.stored, 0.5))} / ${round(percentile(times.stored, 0.95))}; composed from the memberships ${round(percentile(times.composed, 0.5))} / ${round(percentile(times.composed, 0.95))}`);
+    rmSync(file, { force: true });
+    rmSync(copy, { force: true });
   }
 
   if (SCENARIOS.has('M4')) {
