@@ -7,6 +7,7 @@ import { issueToken } from '../src/access/tokens.js';
 import { loadConfig } from '../src/config.js';
 import { openInstance } from '../src/duckdb/open-instance.js';
 import { writeSample, type SampleOptions } from '../src/sample/sample.js';
+import { keptAgent } from '../test/helpers/kept-agent.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openStateStore } from '../src/store/open-store.js';
 
@@ -212,8 +213,8 @@ export interface KindFigures { requests: number; p50_ms: number; p99_ms: number;
  */
 export async function mixedLoad(base: string, connections: number, seconds: number, pick: () => MixedRequest):
 Promise<{ rps: number; errors: number; kinds: Record<string, KindFigures> }> {
-  const { Agent, request } = await import('node:http');
-  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const { request } = await import('node:http');
+  const agent = keptAgent(connections);
   const samples = new Map<string, { ms: number[]; statuses: Record<string, number>; mbs: number[] }>();
   let errors = 0;
   let done = 0;

@@ -4,7 +4,8 @@
 // slows the load instead of showing its queue in the latencies; users who are sized for do not wait for each
 // other. Requests go over a keep-alive agent; past its sockets they queue in the client, still timed from
 // when they were due.
-import { Agent, request } from 'node:http';
+import { request } from 'node:http';
+import { keptAgent } from '../test/helpers/kept-agent.js';
 
 export interface OpenLoopKind {
   name: string;
@@ -26,7 +27,7 @@ export interface OpenLoopAnswer { kind: string; due: number; ms: number; status:
  */
 export async function openLoop(base: string, kinds: readonly OpenLoopKind[], seconds: number,
   onAnswer: (a: OpenLoopAnswer) => void, timeoutMs = 60_000): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 512 });
+  const agent = keptAgent(512);
   const url = new URL(base);
   const start = performance.now();
   const end = start + seconds * 1000;

@@ -20,6 +20,7 @@ import { decodeQueryString } from '../src/query/query-string.js';
 import { readCurrentId, snapshotPath } from '../src/snapshots/snapshot-dir.js';
 import { openSnapshot } from '../src/snapshots/read/current-snapshot.js';
 import { openStateStore } from '../src/store/open-store.js';
+import { keptAgent } from '../test/helpers/kept-agent.js';
 import { A_QUERY, C_QUERY, cpuSeconds, ensureSample, mixedLoad, organizations, percentile, R1_QUERY, ROOT, rssMb, smallFiltered, startServerProcess, stopServerProcess, timedLoad, type MixedRequest } from './lib.js';
 import { openInstance, openServingInstance } from '../src/duckdb/open-instance.js';
 import { pageRows } from '../workers/page-json.js';
@@ -138,7 +139,7 @@ async function httpOverEngine(id: string, org: string | null, query: string, url
   const page = await c.prepare(compiled.page.sql);
   count?.bind(compiled.count.params as never);
   page.bind(compiled.page.params as never);
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = keptAgent(1);
   const answer = () => new Promise<void>((resolveDone, reject) => {
     get(`${url}${query}`, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
       res.on('data', () => {});
@@ -254,7 +255,7 @@ async function cursorScenario(org: string, token: string, pid: number): Promise<
     next = body.links.next;
   }
   const sides = { first: `${query}&page%5Bnumber%5D=1`, cursor: next, numbered: `${query}&page%5Bnumber%5D=1000` };
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = keptAgent(1);
   const times: Record<string, number[]> = { first: [], cursor: [], numbered: [] };
   const cpu: Record<string, number> = { first: 0, cursor: 0, numbered: 0 };
   for (const [side, url] of Object.entries(sides)) await timedGets(url, token, 10, agent); // warm-up

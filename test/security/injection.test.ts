@@ -8,7 +8,8 @@
 // A second part checks the compiler itself: a payload reaches compileQuery's bound parameters, never its SQL.
 import { expect } from 'chai';
 import { existsSync, statSync } from 'node:fs';
-import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { keptAgent } from '../helpers/kept-agent.js';
 import { catalogFor } from '../../src/catalog/catalog.js';
 import { ApiError } from '../../src/errors.js';
 import { compileQuery, type CompiledQuery } from '../../src/query/compile.js';
@@ -63,7 +64,7 @@ const hasNul = (p: string) => p.includes('\u0000');
 // Raw HTTP: node:http sends the request target exactly as built (fetch would normalize `..` and re-encode).
 
 interface Answer { status: number; headers: IncomingHttpHeaders; text: string }
-const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+const agent = keptAgent(8);
 
 function send(h: Harness, method: string, path: string, opts: { token?: string | null; body?: unknown } = {}): Promise<Answer> {
   const { hostname, port } = new URL(h.url);

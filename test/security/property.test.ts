@@ -9,7 +9,8 @@
 // generators (Node's client refuses them raw).
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { keptAgent } from '../helpers/kept-agent.js';
 import { parse as legacyParse } from 'node:url';
 import { catalogFor } from '../../src/catalog/catalog.js';
 import { ALL_OPERATORS } from '../../src/catalog/operators.js';
@@ -37,7 +38,7 @@ interface Answer {
   ms: number;
 }
 
-const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+const agent = keptAgent(8);
 
 interface SendOptions {
   token?: string | null;
