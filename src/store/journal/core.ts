@@ -5,6 +5,7 @@
 // processes appended, so nothing is cached across processes.
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { StoreCorruptError, StoreUnavailableError } from '../state-store.js';
@@ -116,31 +117,23 @@ export class Journal {
   }
 
   /**
-   * Makes the next read see every record any process had acknowledged when it was called. That takes a
-   * stat of the journal begun after the call; callers that arrive while one is in flight share the next,
-   * so that a busy server stats once per round trip, not once per request (a stat per token check cost
-   * about a tenth of a cached answer's CPU).
+   * Makes the next read see every record any process had acknowledged when it was called: a stat of the
+   * journal, and a catch-up only when the file grew or was replaced. The stat is synchronous: on a local
+   * file it is a system call of about 2 µs of CPU, where the promise form took 60–80 µs of the process's CPU
+   * (a thread-pool round trip, a promise and a BigInt stats object), about 2 % of a small page's, at every
+   * token check (measured 2026-12-03, 20,000 stats in a loop). A journal on a filesystem whose stat can
+   * hang would hang the promise form's callers as well.
    */
   refresh(): Promise<void> {
     this.usable();
-    if (!this.refreshing) {
-      this.refreshing = this.refreshNow().finally(() => { this.refreshing = undefined; });
-      return this.refreshing;
+    let st: { ino: bigint; size: bigint };
+    try {
+      st = statSync(this.file, { bigint: true });
+    } catch (err) {
+      return Promise.reject(new StoreUnavailableError(`cannot stat ${this.file}: ${(err as Error).message}`));
     }
-    this.nextRefresh ??= this.refreshing.catch(() => undefined).then(() => {
-      this.nextRefresh = undefined;
-      return this.refresh();
-    });
-    return this.nextRefresh;
-  }
-
-  private refreshing: Promise<void> | undefined;
-  private nextRefresh: Promise<void> | undefined;
-
-  private async refreshNow(): Promise<void> {
-    const st = await this.statJournal();
-    if (st.ino === this.ino && Number(st.size) === this.applied) return; // the common, cheap case
-    await this.state.run(() => this.catchUp());
+    if (st.ino === this.ino && Number(st.size) === this.applied) return Promise.resolve(); // the common, cheap case
+    return this.state.run(() => this.catchUp());
   }
 
   /** The rules are checked only after catching up under journal.lock, so no other process can interleave. */
