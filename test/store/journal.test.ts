@@ -205,14 +205,14 @@ describe('JournalStore', function () {
     expect(await journalLines(dir)).to.have.length(4);
   });
 
-  it('shares a stat among concurrent reads, yet shows every read what another process wrote before it began', async () => {
+  it('shows every read what another process wrote before it began, with reads in flight around the write', async () => {
     const server = await openStore();
     const cli = await openStore();
     await cli.putToken(token('at-busy'));
     expect(await server.getToken('at-busy')).to.deep.equal(token('at-busy')); // caught up: the next stat finds nothing new
-    // A read whose stat has run but whose answer has not yet reached JS: the event loop is held by a
-    // synchronous child process that revokes the token meanwhile. A read that starts after the child has
-    // finished must not share that stat, which predates the revocation.
+    // A read begun before the write, whose answer has not yet reached its caller: the event loop is held by
+    // a synchronous child process that revokes the token meanwhile. Reads that start after the child has
+    // finished must see the revocation, whatever the earlier read saw.
     const early = server.getToken('at-busy');
     const revoke = `import { openJournalStore } from ${JSON.stringify(pathToFileURL(compiledStore).href)};
       const store = await openJournalStore(process.argv[1]); await store.revokeToken('at-busy'); await store.close();`;
