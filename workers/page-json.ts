@@ -74,14 +74,14 @@ function stringifyEscapesOnly(bytes: Buffer, start: number, end: number): boolea
 }
 
 /**
- * One element of the row JSON in the form jsonValue gives the same value. A string whose escapes are all
- * ones JSON.stringify writes is already its bytes; any other string is re-serialized by JS. Lists of
- * workspace names run to megabytes, and one name with a quote or a tab in it must not make the whole list
- * a parse and a stringify.
+ * One element of the row JSON, added to `out` in the form jsonValue gives the same value. A string whose
+ * escapes are all ones JSON.stringify writes is already its bytes; any other string is re-serialized by JS.
+ * Lists of workspace names run to megabytes, and one name with a quote or a tab in it must not make the whole
+ * list a parse and a stringify.
  */
-function element(bytes: Buffer, start: number, end: number): Buffer {
-  if (bytes[start] !== QUOTE || stringifyEscapesOnly(bytes, start, end)) return bytes.subarray(start, end);
-  return Buffer.from(JSON.stringify(JSON.parse(bytes.toString('utf8', start, end))));
+function element(out: Pieces, bytes: Buffer, start: number, end: number): void {
+  if (bytes[start] !== QUOTE || stringifyEscapesOnly(bytes, start, end)) out.bytes(bytes, start, end);
+  else out.text(JSON.stringify(JSON.parse(bytes.toString('utf8', start, end))));
 }
 
 const asBuffer = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
@@ -94,15 +94,22 @@ export function rowAttributes(rowJson: string, attributes: readonly string[], va
   out.text('{');
   attributes.forEach((a, i) => {
     out.text(`${i === 0 ? '' : ','}${JSON.stringify(a)}:`);
-    out.bytes(element(bytes, bounds[2 * valueIndexes[i]!]!, bounds[2 * valueIndexes[i]! + 1]!));
+    element(out, bytes, bounds[2 * valueIndexes[i]!]!, bounds[2 * valueIndexes[i]! + 1]!);
   });
   out.text('}');
   return out.finish().toString();
 }
 
-/** Text and byte pieces gathered, then copied once into one buffer of its own (transferable, not pooled). */
+/**
+ * Texts and ranges of bytes gathered, then written once into one buffer of its own (transferable, not pooled):
+ * each text encoded in place, each range copied from the bytes it lies in. A page of 20 rows of 35 values is
+ * 1,400 ranges; a buffer made for each (a subarray, a Buffer.from of each row's text) cost the worker more
+ * than the copies (docs/performance.md, "A page's JSON in one buffer").
+ */
 class Pieces {
-  private readonly parts: Uint8Array[] = [];
+  private readonly sources: (Buffer | string)[] = [];
+  /** Each source's [start, end) (a text's unused). */
+  private readonly ranges: number[] = [];
   private length = 0;
   private pending = '';
 
@@ -110,33 +117,45 @@ class Pieces {
     this.pending += s;
   }
 
-  bytes(b: Uint8Array): void {
+  bytes(b: Buffer, start = 0, end = b.length): void {
     this.flush();
-    this.push(b);
+    this.sources.push(b);
+    this.ranges.push(start, end);
+    this.length += end - start;
   }
 
   finish(): Buffer {
     this.flush();
     const out = Buffer.allocUnsafeSlow(this.length);
     let at = 0;
-    for (const p of this.parts) {
-      out.set(p, at);
-      at += p.length;
+    for (let i = 0; i < this.sources.length; i++) {
+      const source = this.sources[i]!;
+      if (typeof source === 'string') {
+        at += out.write(source, at);
+        continue;
+      }
+      const start = this.ranges[2 * i]!;
+      const end = this.ranges[2 * i + 1]!;
+      // A short range byte by byte: a view to copy from costs more than the copy.
+      if (end - start <= SHORT_RANGE) for (let k = start; k < end; k++) out[at++] = source[k]!;
+      else {
+        out.set(source.subarray(start, end), at);
+        at += end - start;
+      }
     }
     return out;
   }
 
   private flush(): void {
     if (this.pending === '') return;
-    this.push(Buffer.from(this.pending));
+    this.sources.push(this.pending);
+    this.ranges.push(0, 0);
+    this.length += Buffer.byteLength(this.pending);
     this.pending = '';
   }
-
-  private push(b: Uint8Array): void {
-    this.parts.push(b);
-    this.length += b.length;
-  }
 }
+
+const SHORT_RANGE = 64;
 
 export interface PageShape {
   rowType: string;
@@ -186,7 +205,7 @@ export function pageJson(rows: readonly (readonly unknown[])[], shape: PageShape
       for (let i = 0; i < keys.length; i++) {
         const at = 2 * shape.valueIndexes[i]!;
         out.bytes(keys[i]!);
-        out.bytes(element(bytes, bounds[at]!, bounds[at + 1]!));
+        element(out, bytes, bounds[at]!, bounds[at + 1]!);
       }
       out.bytes(close);
     } else {
