@@ -104,7 +104,7 @@ export function rowAttributes(rowJson: string, attributes: readonly string[], va
  * Texts and ranges of bytes gathered, then written once into one buffer of its own (transferable, not pooled):
  * each text encoded in place, each range copied from the bytes it lies in. A page of 20 rows of 35 values is
  * 1,400 ranges; a buffer made for each (a subarray, a Buffer.from of each row's text) cost the worker more
- * than the copies (docs/performance.md, "A page's JSON in one buffer").
+ * than the copies (docs/performance.md, "A page's links and JSON in the worker").
  */
 class Pieces {
   private readonly sources: (Buffer | string)[] = [];

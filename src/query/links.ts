@@ -41,7 +41,8 @@ export function pagination(number: number, size: number, total: number): Paginat
 
 /** `base` is scheme, host and path; `carried` the parameters to repeat (decoded), without paging. */
 export function pageLinks(base: string, carried: readonly [string, string][], meta: Pagination): Links {
-  const url = (n: number) => linkTo(base, carried, [['page[number]', String(n)], ['page[size]', String(meta['page-size'])]]);
+  const encoded = encodePairs(carried);
+  const url = (n: number) => linkTo(base, encoded, [['page[number]', String(n)], ['page[size]', String(meta['page-size'])]]);
   return {
     self: url(meta['current-page']),
     first: url(1),
@@ -51,9 +52,11 @@ export function pageLinks(base: string, carried: readonly [string, string][], me
   };
 }
 
-/** A link: `base` with `carried` and `paging`, encoded, keys in order. */
-function linkTo(base: string, carried: readonly [string, string][], paging: readonly [string, string][]): string {
-  const pairs = [...carried, ...paging].map(([k, v]) => [encodeStrict(k), encodeStrict(v)] as const);
+const encodePairs = (pairs: readonly [string, string][]) => pairs.map(([k, v]) => [encodeStrict(k), encodeStrict(v)] as const);
+
+/** A link: `base` with `carried` (encoded once for all of a page's links) and `paging`, encoded, keys in order. */
+function linkTo(base: string, carried: readonly (readonly [string, string])[], paging: readonly [string, string][]): string {
+  const pairs = [...carried, ...encodePairs(paging)];
   pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return `${base}?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`;
 }
@@ -63,7 +66,8 @@ function linkTo(base: string, carried: readonly [string, string][], paging: read
  * `next` after the page's last row (null when no row follows), no `prev` or `last`.
  */
 export function cursorLinks(base: string, carried: readonly [string, string][], size: number, received: string, next: string | null): Links {
-  const url = (after: string) => linkTo(base, carried, [['page[after]', after], ['page[size]', String(size)]]);
+  const encoded = encodePairs(carried);
+  const url = (after: string) => linkTo(base, encoded, [['page[after]', after], ['page[size]', String(size)]]);
   return { self: url(received), first: url(''), prev: null, next: next === null ? null : url(next), last: null };
 }
 

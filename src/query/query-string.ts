@@ -33,13 +33,21 @@ function decodeComponent(text: string, parameter: string): string {
 }
 
 const UNRESERVED = /[A-Za-z0-9\-_.~]/;
+const LEFT_BY_ENCODE_URI = /[!'()*]/g;
 
 /** interface §5: every byte but A–Z a–z 0–9 - _ . ~ is percent-encoded, space as %20. */
 export function encodeStrict(text: string): string {
-  let out = '';
-  for (const ch of text) {
-    if (UNRESERVED.test(ch)) out += ch;
-    else for (const byte of Buffer.from(ch, 'utf8')) out += '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+  // encodeURIComponent encodes every byte but those and !'()*, in upper-case hex, at a tenth of the cost of a
+  // loop over characters (every page's links encode each carried parameter). It refuses a lone surrogate, which
+  // no decoded parameter holds; the loop writes one as U+FFFD's bytes, as Buffer.from does.
+  try {
+    return encodeURIComponent(text).replace(LEFT_BY_ENCODE_URI, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  } catch {
+    let out = '';
+    for (const ch of text) {
+      if (UNRESERVED.test(ch)) out += ch;
+      else for (const byte of Buffer.from(ch, 'utf8')) out += '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+    }
+    return out;
   }
-  return out;
 }

@@ -1,5 +1,6 @@
 // decodeQueryString / encodeStrict (src/query/query-string.ts), interface §4 and §5.
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { decodeQueryString, encodeStrict } from '../../src/query/query-string.js';
 import { ApiError } from '../../src/errors.js';
 
@@ -117,6 +118,14 @@ describe('encodeStrict', () => {
 
   it('encodes a space as %20, never +', () => {
     expect(encodeStrict('does not contain')).to.equal('does%20not%20contain');
+  });
+
+  it('gives, for any string, the bytes of its UTF-8 (a lone surrogate as U+FFFD) encoded one by one', () => {
+    // The rule written out byte by byte, as the oracle of the encoder's faster form.
+    const byBytes = (text: string) => [...Buffer.from(text, 'utf8')]
+      .map((b) => (/[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+    fc.assert(fc.property(fc.string({ unit: 'binary' }), (text) => { expect(encodeStrict(text)).to.equal(byBytes(text)); }), { numRuns: 2000 });
+    for (const lone of ['\ud800', 'a\udfffb', '\ud83d']) expect(encodeStrict(lone), JSON.stringify(lone)).to.equal(byBytes(lone));
   });
 
   it("encodes !'()* which encodeURIComponent leaves alone", () => {
