@@ -63,7 +63,15 @@ export async function startFaultProxy(target: string, fault: (n: number, path: s
     }
     res.end(body);
   };
-  const server: Server = tls ? createHttpsServer(tls, handle) : createHttpServer(handle);
+  // An upstream gone by the time a request comes (a test that stopped its server while its client still
+  // retried) is answered as a proxy answers a lost upstream, 502, never left as a rejection that ends the process.
+  const answer = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch(() => {
+      if (res.headersSent) res.socket?.destroy();
+      else res.writeHead(502, { 'Content-Type': 'application/vnd.api+json' }).end(JSON.stringify({ errors: [{ status: '502', title: 'Bad gateway' }] }));
+    });
+  };
+  const server: Server = tls ? createHttpsServer(tls, answer) : createHttpServer(answer);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `${tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`,
