@@ -1,4 +1,4 @@
-// A root hook plugin that writes each test file's wall time and CPU (the mocha worker's own, and what its
+// A root hook plugin that writes each test file's wall time, when it ended, and its CPU (the mocha worker's own, and what its
 // child processes used once they ended) as a line of JSON to SUITE_CPU_LOG. The suite's CPU is not the sum of
 // its files run alone: a file whose load runs until something else finishes costs more on a busier machine.
 // Use: `SUITE_CPU_LOG=/tmp/cpu.ndjson npx mocha --require dist/test/helpers/file-cpu.js`.
@@ -26,7 +26,7 @@ export const mochaHooks = {
     const own = process.cpuUsage(start.own);
     const file = this.test?.parent?.suites[0]?.file ?? this.test?.parent?.file ?? 'unknown';
     appendFileSync(log, JSON.stringify({
-      file: relative(process.cwd(), file), wall: (Date.now() - start.wall) / 1000,
+      file: relative(process.cwd(), file), wall: (Date.now() - start.wall) / 1000, ended: new Date().toISOString(),
       user: own.user / 1e6, system: own.system / 1e6, children: childrenCpu() - start.children,
     }) + '\n');
   },
