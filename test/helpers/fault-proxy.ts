@@ -50,8 +50,17 @@ export async function startFaultProxy(target: string, fault: (n: number, path: s
       res.end(JSON.stringify(refusal.body));
       return;
     }
-    const upstream = await fetch(`${target}${path}`, { headers: { authorization: req.headers.authorization ?? '', accept: req.headers.accept ?? '*/*' } });
-    const body = Buffer.from(await upstream.arrayBuffer());
+    let upstream: Response;
+    let body: Buffer;
+    try {
+      upstream = await fetch(`${target}${path}`, { headers: { authorization: req.headers.authorization ?? '', accept: req.headers.accept ?? '*/*' } });
+      body = Buffer.from(await upstream.arrayBuffer());
+    } catch {
+      // An upstream gone by the time a request comes (a test that stopped its server while its client still
+      // retried) is answered as a proxy answers a lost upstream, never left as a rejection that ends the process.
+      res.writeHead(502, { 'Content-Type': 'application/vnd.api+json' }).end(JSON.stringify({ errors: [{ status: '502', title: 'Bad gateway' }] }));
+      return;
+    }
     const headers: Record<string, string> = {};
     upstream.headers.forEach((v, k) => { if (!['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(k)) headers[k] = v; });
     res.writeHead(upstream.status, headers);
@@ -63,15 +72,7 @@ export async function startFaultProxy(target: string, fault: (n: number, path: s
     }
     res.end(body);
   };
-  // An upstream gone by the time a request comes (a test that stopped its server while its client still
-  // retried) is answered as a proxy answers a lost upstream, 502, never left as a rejection that ends the process.
-  const answer = (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch(() => {
-      if (res.headersSent) res.socket?.destroy();
-      else res.writeHead(502, { 'Content-Type': 'application/vnd.api+json' }).end(JSON.stringify({ errors: [{ status: '502', title: 'Bad gateway' }] }));
-    });
-  };
-  const server: Server = tls ? createHttpsServer(tls, answer) : createHttpServer(answer);
+  const server: Server = tls ? createHttpsServer(tls, handle) : createHttpServer(handle);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `${tls ? 'https://localhost' : 'http://127.0.0.1'}:${(server.address() as AddressInfo).port}`,

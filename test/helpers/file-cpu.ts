@@ -1,6 +1,7 @@
-// A root hook plugin that writes each test file's wall time, when it ended, and its CPU (the mocha worker's own, and what its
-// child processes used once they ended) as a line of JSON to SUITE_CPU_LOG. The suite's CPU is not the sum of
-// its files run alone: a file whose load runs until something else finishes costs more on a busier machine.
+// A root hook plugin that writes each test file's wall time, when it ended, and its CPU (the mocha worker's
+// own, and what its child processes used once they ended) as a line of JSON to SUITE_CPU_LOG. The suite's
+// CPU is not the sum of its files run alone: a file whose load runs until something else finishes costs
+// more on a busier machine.
 // Use: `SUITE_CPU_LOG=/tmp/cpu.ndjson npx mocha --require dist/test/helpers/file-cpu.js`.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';

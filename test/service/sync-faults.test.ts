@@ -183,4 +183,17 @@ describe('explorer sync through faults', function () {
       for (const r of earlier) expect(r.ended, `${r.path} answered before the next run`).to.be.a('number').and.at.most(start.started);
     }
   });
+
+  it('answers 502 through its proxy when the upstream is gone, and the test process goes on', async () => {
+    // Port 1 refuses: the upstream a test stopped while its sync still retried.
+    const proxy = await startFaultProxy('http://127.0.0.1:1', () => 'pass');
+    try {
+      const res = await fetch(`${proxy.url}/api/v2/ping`);
+      expect(res.status).to.equal(502);
+      expect(((await res.json()) as { errors: { status: string }[] }).errors[0]!.status).to.equal('502');
+      expect(proxy.requests.map((r) => r.path)).to.deep.equal(['/api/v2/ping']);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
