@@ -66,7 +66,8 @@ describe('the cluster through HAProxy', function () {
     const loop = async (n: number) => {
       for (let i = n; going; i += 4) {
         const org = organizations[i % organizations.length]!;
-        answers.push(await get(page(org), tokens.get(org)).catch((e) => ({ status: 0, servedBy: String(e), method: 'GET', path: page(org) })));
+        // A request that got no answer at all keeps why (fetch's own error says only "fetch failed").
+        answers.push(await get(page(org), tokens.get(org)).catch((e: Error) => ({ status: 0, servedBy: `${e} (${String(e.cause ?? 'no cause')}, at ${new Date().toISOString()})`, method: 'GET', path: page(org) })));
         if (opts.writes && i % 40 === n) {
           const views = `/api/v2/organizations/${org}/explorer/views`;
           const headers = { Authorization: `Bearer ${tokens.get(org)}`, 'Content-Type': 'application/json' };
@@ -92,6 +93,9 @@ describe('the cluster through HAProxy', function () {
     for (const a of answers) if (a.status < 200 || a.status >= 300) counts[`${a.method} ${a.status}`] = (counts[`${a.method} ${a.status}`] ?? 0) + 1;
     return counts;
   };
+  /** The first failed answers in full, for the assertion's message. */
+  const failed = (answers: Answer[]) => answers.filter((a) => a.status < 200 || a.status >= 300).slice(0, 5)
+    .map((a) => `${a.method} ${a.path}: ${a.status} ${a.servedBy ?? ''}`).join('; ');
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'explorer-cluster-'));
@@ -179,7 +183,7 @@ describe('the cluster through HAProxy', function () {
     await waitFor(async () => (await get(page(org), tokens.get(org))).servedBy === home, 20_000, `${org} back on ${home}`);
     const answers = await traffic.stop();
     expect(answers.length).to.be.greaterThan(50);
-    expect(failures(answers)).to.deep.equal({});
+    expect(failures(answers), failed(answers)).to.deep.equal({});
   });
 
   it('survives a rolling restart with no failed request, writes included', async () => {
@@ -197,7 +201,7 @@ describe('the cluster through HAProxy', function () {
     }
     const answers = await traffic.stop();
     expect(answers.filter((a) => a.method === 'POST').length).to.be.greaterThan(3);
-    expect(failures(answers)).to.deep.equal({});
+    expect(failures(answers), failed(answers)).to.deep.equal({});
   });
 
   it('keeps answering queries through kill -9 of a Redis primary; saved views answer again within the node time-out + 5 s', async () => {
@@ -222,7 +226,7 @@ describe('the cluster through HAProxy', function () {
     const answers = await traffic.stop();
     expect(back, 'ms until a saved view was created again').to.not.equal(null);
     expect(back!).to.be.at.most(NODE_TIMEOUT_MS + 5000);
-    expect(failures(answers)).to.deep.equal({});
+    expect(failures(answers), failed(answers)).to.deep.equal({});
     await cluster('start'); // the killed node returns, as a replica
   });
 
@@ -245,6 +249,6 @@ describe('the cluster through HAProxy', function () {
         .headers.get('x-explorer-snapshot') === after, 10_000, `explorer-${i + 1} on ${after}`);
     }
     const answers = await traffic.stop();
-    expect(failures(answers)).to.deep.equal({});
+    expect(failures(answers), failed(answers)).to.deep.equal({});
   });
 });
