@@ -42,6 +42,7 @@ export interface LoadOptions {
   /** The snapshot's label (docs/history.md): 1–255 characters. */
   label?: string;
   memoryLimit?: string;
+  /** DuckDB threads of the build: by default one for a source of at most ONE_THREAD_SOURCE_BYTES, else two. */
   threads?: number;
   onProgress?: (message: string) => void;
   /** Workspaces per range of organizations a view is built in (tests make it small). */
@@ -106,7 +107,9 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   await fs.mkdir(join(tmp, 'duckdb-tmp'), { recursive: true });
   try {
     const views = viewStatements();
-    const built = await buildViewFiles(sourceFiles(source), views, tmp, opts, (m) => { building = m; show(); }, failed.signal)
+    const files = sourceFiles(source);
+    const threads = opts.threads ?? await loadThreads(files);
+    const built = await buildViewFiles(files, views, tmp, { ...opts, threads }, (m) => { building = m; show(); }, failed.signal)
       .catch(async (e: Error) => { await validated; throw e; });
     const validation = await validated;
     const { rows, organizationRows, organizationKeys, positions } = built;
@@ -156,6 +159,29 @@ export async function loadSnapshot(sourceDir: string, opts: LoadOptions): Promis
   }
 }
 
+/** DuckDB threads of a load whose caller gives none, beyond a small source. */
+const LOAD_THREADS = 2;
+
+/**
+ * A source of at most this many bytes loads on one DuckDB thread. Its validation runs on the other core beside
+ * the build, and a second DuckDB thread competed with it: measured 2026-12-03 on the 2-core machine, one thread
+ * took 20–30 % less CPU and no longer from 1.2 MB (150 workspaces) to 24 MB (3,000), and 16–19 CPU-s against
+ * 23 for the same time at 158 MB (20,000): docs/performance.md, "The load's threads".
+ */
+export const ONE_THREAD_SOURCE_BYTES = 64 * 1024 * 1024;
+/** A gzip file counts as this many times its size: the sample's files compress about fifteen times. */
+const GZIP_EXPANSION = 10;
+
+/** The DuckDB threads a load of these files uses when its caller gives none. */
+export async function loadThreads(files: Partial<Record<SourceFile, string>>): Promise<number> {
+  let bytes = 0;
+  for (const path of Object.values(files)) {
+    const size = (await fs.stat(path)).size;
+    bytes += path.endsWith('.gz') ? size * GZIP_EXPANSION : size;
+  }
+  return bytes <= ONE_THREAD_SOURCE_BYTES ? 1 : LOAD_THREADS;
+}
+
 /**
  * Workspaces per range of organizations a view is built in. The grouped views' lists of workspace names are
  * aggregate states DuckDB does not spill, and a sort spills all it holds: a range bounds both. At a hundred
@@ -193,7 +219,7 @@ async function organizationRanges(db: DuckDBConnection, workspaces: number): Pro
 async function buildViewFiles(files: Partial<Record<SourceFile, string>>, views: ReturnType<typeof viewStatements>, dir: string, opts: LoadOptions,
   progress: (m: string) => void, cancelled: AbortSignal) {
   const instance = await openInstance(':memory:', {
-    threads: String(opts.threads ?? 2),
+    threads: String(opts.threads ?? LOAD_THREADS),
     memory_limit: opts.memoryLimit ?? '3GB',
     temp_directory: join(dir, 'duckdb-tmp'),
     preserve_insertion_order: 'false',
