@@ -137,6 +137,17 @@ describe('the cluster through HAProxy', function () {
     expect(names).to.deep.equal(['explorer-1', 'explorer-2', 'explorer-3']);
   });
 
+  it('keeps a client\'s idle connections open longer than the client does: requests after a pause all answered', async () => {
+    const ask = () => Promise.all(organizations.slice(0, 4).map((org) => get(page(org), tokens.get(org)).catch((e: Error) => ({ status: 0, servedBy: String(e.cause ?? e), method: 'GET', path: page(org) }))));
+    expect((await ask()).map((a) => a.status)).to.deep.equal([200, 200, 200, 200]);
+    // Node's fetch keeps the four connections idle in its pool. The client's event loop held for six seconds
+    // (as a test's synchronous child process holds it), fetch reuses them as they are: if HAProxy closed them
+    // meanwhile, each request meets a closed connection and fetch fails it without sending it again.
+    execFileSync('sleep', ['6']);
+    const after = await ask();
+    expect(failures(after), failed(after)).to.deep.equal({});
+  });
+
   it('sends each organization to one instance, and the organizations over every instance', async () => {
     const ROUNDS = 8;
     const byOrg = new Map<string, Map<string, number>>();
