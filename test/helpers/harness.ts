@@ -47,8 +47,8 @@ export interface HarnessOptions {
   writeSource?: (dir: string) => unknown;
   /**
    * Copy the small fixture's snapshot, loaded once by the test process, instead of loading it again (a load
-   * takes about a second): for suites that start many harnesses on the small fixture. Every harness still
-   * has a data directory of its own; only the snapshot's id is the same in each.
+   * costs about a CPU-second in the suite): the default without `writeSource`. Every harness still has a data
+   * directory of its own; only the snapshot's id is the same in each. `false` loads the fixture afresh.
    */
   sharedSnapshot?: boolean;
   logger?: Logger;
@@ -58,7 +58,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const dataDir = mkdtempSync(join(tmpdir(), 'explorer-test-'));
   const source = join(dataDir, 'source');
   if (opts.sharedSnapshot && opts.writeSource) throw new Error('sharedSnapshot is the small fixture: no writeSource with it');
-  if (opts.sharedSnapshot) cpSync(await smallSnapshot(), dataDir, { recursive: true });
+  const shared = opts.sharedSnapshot ?? !opts.writeSource;
+  if (shared) cpSync(await smallSnapshot(), dataDir, { recursive: true });
   else await (opts.writeSource ?? writeSmallSource)(source);
   const env: Record<string, string> = {
     DATA_DIR: dataDir, PORT: '0', POOL_WORKERS: '2', WORKER_CONCURRENCY: '2', SNAPSHOT_POLL_MS: '100',
@@ -67,7 +68,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     RATE_LIMIT_MAX: '1000000', ...opts.env,
   };
   const config = loadConfig(env);
-  if (!opts.sharedSnapshot) await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
+  if (!shared) await loadSnapshot(source, { dataDir, memoryLimit: '1GB' });
   // The tokens are the test's setting up, not what it tests: they wait for a Redis replica as long as the
   // default does, whatever shorter wait a test gives the server (a replica of a cluster just started can take
   // longer than a few hundred milliseconds to confirm on a busy machine).

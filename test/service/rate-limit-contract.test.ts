@@ -29,7 +29,6 @@ function setup(title: string, redis: RedisBackend | null, instances: 1 | 2) {
     before(async () => {
       if (redis) testRedis = await redis.start();
       h = await startHarness({
-        sharedSnapshot: true,
         env: {
           RATE_LIMIT_MAX: String(MAX), RATE_LIMIT_WINDOW_MS: String(WINDOW_MS),
           ...(testRedis ? testRedis.env : {}),

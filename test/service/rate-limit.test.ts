@@ -17,7 +17,7 @@ async function burst(send: () => Promise<Response>, n: number): Promise<Response
 describe('rate limit in memory', function () {
   this.timeout(30_000);
   let h: Harness;
-  before(async () => { h = await startHarness({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_MS: '3000' }, sharedSnapshot: true }); });
+  before(async () => { h = await startHarness({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_MS: '3000' } }); });
   after(async () => { await h.close(); });
 
   it('lets exactly RATE_LIMIT_MAX requests through per window, with the headers of interface §9', async () => {
@@ -68,7 +68,7 @@ for (const backend of REDIS_BACKENDS) describe(`rate limit shared by two instanc
   let second: RunningServer;
   before(async () => {
     redis = await backend.start();
-    h = await startHarness({ env: { RATE_LIMIT_MAX: '6', RATE_LIMIT_WINDOW_MS: '5000', ...redis.env }, sharedSnapshot: true });
+    h = await startHarness({ env: { RATE_LIMIT_MAX: '6', RATE_LIMIT_WINDOW_MS: '5000', ...redis.env } });
     second = await startServer(h.config, silentLogger);
   });
   after(async () => {

@@ -71,7 +71,7 @@ describe('Redis Cluster failover', function () {
       c = withPrefix(cluster);
       // A node time-out well past the pause: the replica is slow, not failed.
       await c.configure('cluster-node-timeout', '15000');
-      h = await startHarness({ env: { ...c.env, REDIS_WAIT_MS: '300' }, sharedSnapshot: true });
+      h = await startHarness({ env: { ...c.env, REDIS_WAIT_MS: '300' } });
     });
     after(async () => {
       await h?.close();
@@ -114,7 +114,7 @@ describe('Redis Cluster failover', function () {
       before(async () => {
         await cluster.revive();
         c = withPrefix(cluster);
-        h = await startHarness({ env: { ...c.env, RATE_LIMIT_MAX: '100000' }, sharedSnapshot: true });
+        h = await startHarness({ env: { ...c.env, RATE_LIMIT_MAX: '100000' } });
         store = await openStateStore(h.config);
       });
       after(async () => {

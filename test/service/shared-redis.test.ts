@@ -30,7 +30,7 @@ for (const backend of REDIS_BACKENDS) describe(`two instances on ${backend.name}
   let b: RunningServer;
   before(async () => {
     redis = await backend.start();
-    h = await startHarness({ env: redis.env, sharedSnapshot: true });
+    h = await startHarness({ env: redis.env });
     b = await startServer(h.config, silentLogger);
   });
   after(async () => {
@@ -93,7 +93,6 @@ describe('a Redis outage', function () {
   before(async () => {
     redis = await startTestRedis({ persistent: true });
     h = await startHarness({
-      sharedSnapshot: true,
       env: { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, RATE_LIMIT_MAX: '1000' },
       logger: { log: (level, msg, fields) => { lines.push({ level, msg, ...fields }); } },
     });
