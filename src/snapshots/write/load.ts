@@ -165,7 +165,7 @@ const LOAD_THREADS = 2;
 /**
  * A source of at most this many bytes loads on one DuckDB thread. Its validation runs on the other core beside
  * the build, and a second DuckDB thread competed with it: measured 2026-12-03 on the 2-core machine, one thread
- * took 20–30 % less CPU and no longer from 1.2 MB (150 workspaces) to 24 MB (3,000), and 16–19 CPU-s against
+ * took 20–30 % less CPU and was no slower from 1.2 MB (150 workspaces) to 24 MB (3,000), and 16–19 CPU-s against
  * 23 for the same time at 158 MB (20,000): docs/performance.md, "The load's threads".
  */
 export const ONE_THREAD_SOURCE_BYTES = 64 * 1024 * 1024;
