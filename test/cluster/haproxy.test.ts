@@ -44,6 +44,10 @@ describe('the cluster through HAProxy', function () {
     return { status: res.status, servedBy: res.headers.get('x-served-by'), method: 'GET', path };
   };
   const page = (org: string) => `/api/v2/organizations/${org}/explorer?type=workspaces&page%5Bsize%5D=5`;
+  /** The organization's page with its token; a request that got no answer at all is status 0 and keeps why
+   * (fetch's own error says only "fetch failed"). */
+  const getPage = (org: string): Promise<Answer> => get(page(org), tokens.get(org))
+    .catch((e: Error) => ({ status: 0, servedBy: `${e} (${String(e.cause ?? 'no cause')}, at ${new Date().toISOString()})`, method: 'GET', path: page(org) }));
   /** What HAProxy's runtime API answers to `command`. */
   const haproxyApi = (command: string) => new Promise<string>((resolve, reject) => {
     let text = '';
@@ -66,8 +70,7 @@ describe('the cluster through HAProxy', function () {
     const loop = async (n: number) => {
       for (let i = n; going; i += 4) {
         const org = organizations[i % organizations.length]!;
-        // A request that got no answer at all keeps why (fetch's own error says only "fetch failed").
-        answers.push(await get(page(org), tokens.get(org)).catch((e: Error) => ({ status: 0, servedBy: `${e} (${String(e.cause ?? 'no cause')}, at ${new Date().toISOString()})`, method: 'GET', path: page(org) })));
+        answers.push(await getPage(org));
         if (opts.writes && i % 40 === n) {
           const views = `/api/v2/organizations/${org}/explorer/views`;
           const headers = { Authorization: `Bearer ${tokens.get(org)}`, 'Content-Type': 'application/json' };
@@ -138,7 +141,7 @@ describe('the cluster through HAProxy', function () {
   });
 
   it('keeps a client\'s idle connections open longer than the client does: requests after a pause all answered', async () => {
-    const ask = () => Promise.all(organizations.slice(0, 4).map((org) => get(page(org), tokens.get(org)).catch((e: Error) => ({ status: 0, servedBy: String(e.cause ?? e), method: 'GET', path: page(org) }))));
+    const ask = () => Promise.all(organizations.slice(0, 4).map(getPage));
     expect((await ask()).map((a) => a.status)).to.deep.equal([200, 200, 200, 200]);
     // Node's fetch keeps the four connections idle in its pool. The client's event loop held for six seconds
     // (as a test's synchronous child process holds it), fetch reuses them as they are: if HAProxy closed them
