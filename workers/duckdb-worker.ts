@@ -17,6 +17,8 @@ import {
   type PageResult, type PageTask, type RowsResult, type RowsTask, type Task, type WorkerConfig,
 } from './protocol.js';
 import { sqlLiteral } from '../src/duckdb/sql.js';
+import { jsonLogger } from '../src/log.js';
+import { inFlight, settled, tracked } from './calls.js';
 
 const config = workerData as WorkerConfig;
 const settings = {
@@ -112,9 +114,9 @@ async function memoryReport(connection: DuckDBConnection): Promise<MemoryReport 
   if (Date.now() - lastReport < MEMORY_REPORT_MS) return undefined;
   lastReport = Date.now();
   try {
-    const [bytes, temporary] = (await connection.runAndReadAll(
+    const [bytes, temporary] = (await tracked(connection.runAndReadAll(
       'SELECT sum(memory_usage_bytes)::BIGINT, sum(temporary_storage_bytes)::BIGINT FROM duckdb_memory()',
-    )).getRows()[0]!;
+    ))).getRows()[0]!;
     const heap = getHeapStatistics();
     return {
       worker: threadId, bytes: Number(bytes ?? 0), temporaryBytes: Number(temporary ?? 0),
@@ -197,7 +199,7 @@ async function exportFile(task: ExportTask): Promise<ExportResult> {
     const options = task.format === 'parquet' ? 'FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1'
       : `FORMAT csv, HEADER false, ${task.lines || task.format === 'ndjson' ? `QUOTE '', ESCAPE ''` : 'FORCE_QUOTE *'}`;
     const copy = `COPY (${task.query.sql}) TO ${target} (${options}, USE_TMP_FILE false)`;
-    const result = await connection.run(copy, task.query.params as DuckDBValue[]);
+    const result = await tracked(connection.run(copy, task.query.params as DuckDBValue[]));
     // The report stands for the worker's pages' instance (metrics); the small export instance is bounded.
     return { ok: true as const, rows: Number(result.rowsChanged), memory: task.lines ? undefined : await memoryReport(connection) };
   });
@@ -214,10 +216,26 @@ async function rows(task: RowsTask): Promise<RowsResult> {
   });
 }
 
+const log = jsonLogger((line) => process.stderr.write(line));
+
+// Stopping this thread while a DuckDB call's completion is pending takes the whole process down, and Piscina
+// stops a worker whose code threw outside a task: such an error is logged, and the worker goes on.
+process.on('uncaughtException', (e) => log.log('error', 'uncaught error in a query worker', { thread: threadId, error: String(e.stack ?? e) }));
+process.on('unhandledRejection', (e) => log.log('error', 'unhandled rejection in a query worker', { thread: threadId, error: String((e as Error)?.stack ?? e) }));
+
+/** Tasks begun and not yet ended here. */
+let active = 0;
+
 export default async function handle(task: Task): Promise<PageResult | ExportResult | RowsResult> {
-  switch (task.kind) {
-    case 'page': return page(task);
-    case 'export': return exportFile(task);
-    case 'rows': return rows(task);
+  active++;
+  try {
+    return await (task.kind === 'page' ? page(task) : task.kind === 'export' ? exportFile(task) : rows(task));
+  } finally {
+    // The last task to end keeps the worker out of Piscina's idle wait until every DuckDB call has settled
+    // (calls.ts). Every call belongs to a task, so this should find none: one found is a fault, and logged.
+    if (--active === 0 && inFlight() > 0) {
+      log.log('warn', 'DuckDB calls outlived their task', { thread: threadId, calls: inFlight(), kind: task.kind });
+      await settled();
+    }
   }
 }

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { openServingInstance } from '../src/duckdb/open-instance.js';
 import type { Attachment } from './protocol.js';
 import { Slots } from './slots.js';
+import { tracked } from './calls.js';
 import { sqlLiteral } from '../src/duckdb/sql.js';
 
 export interface Attached { ready: Promise<void>; running: number; order: number; path: string }
@@ -22,7 +23,7 @@ export class Engine {
 
   /** The instance, opened on first use; a failed start is retried by the next task. */
   database(): Promise<DuckDBInstance> {
-    const instance = this.instance ??= openServingInstance(this.settings);
+    const instance = this.instance ??= tracked(openServingInstance(this.settings));
     instance.catch(() => { if (this.instance === instance) this.instance = undefined; });
     return instance;
   }
@@ -39,9 +40,9 @@ export class Engine {
     let entry = this.attached.get(target.alias);
     if (!entry) {
       const ready = (async () => {
-        const setup = await db.connect();
+        const setup = await tracked(db.connect());
         try {
-          await setup.run(`ATTACH ${sqlLiteral(target.path)} AS "${target.alias}" (READ_ONLY)`);
+          await tracked(setup.run(`ATTACH ${sqlLiteral(target.path)} AS "${target.alias}" (READ_ONLY)`));
         } finally {
           setup.closeSync();
         }
@@ -91,10 +92,10 @@ export class Engine {
   /** Never rejects: a failed detach leaves a read-only handle open until the worker ends, and nothing else depends on it. */
   private async detach(db: DuckDBInstance, alias: string, entry: Attached): Promise<void> {
     try {
-      const setup = await db.connect();
+      const setup = await tracked(db.connect());
       try {
         await entry.ready;
-        await setup.run(`DETACH "${alias}"`);
+        await tracked(setup.run(`DETACH "${alias}"`));
       } finally {
         setup.closeSync();
       }

@@ -4,6 +4,7 @@
 // compiler binds every value, so one SQL text serves every request of its shape. One statement at a time
 // runs on a connection (docs/duckdb-in-workers.md): a slot belongs to one task from take() to give().
 import type { DuckDBConnection, DuckDBInstance, DuckDBPreparedStatement, DuckDBValue } from '@duckdb/node-api';
+import { tracked } from './calls.js';
 
 /** Prepared statements kept per connection, least recently used out first. */
 const STATEMENTS_PER_SLOT = 64;
@@ -17,12 +18,12 @@ export class Slot {
 
   /** Runs `sql` with `params` bound and reads every row; `aliases` name the attached snapshots the statement reads. */
   async readAll(sql: string, params: readonly unknown[], aliases: readonly string[]) {
-    return (await this.bound(sql, params, aliases)).runAndReadAll();
+    return tracked((await this.bound(sql, params, aliases)).runAndReadAll());
   }
 
   /** The same, as DuckDB's chunks: a page reads its row JSON from them as bytes (workers/page-json.ts). */
   async run(sql: string, params: readonly unknown[], aliases: readonly string[]) {
-    return (await this.bound(sql, params, aliases)).run();
+    return tracked((await this.bound(sql, params, aliases)).run());
   }
 
   private async bound(sql: string, params: readonly unknown[], aliases: readonly string[]): Promise<DuckDBPreparedStatement> {
@@ -30,7 +31,7 @@ export class Slot {
     if (prepared) this.statements.delete(sql); // re-inserted below: Map order is the recency order
     // Kept with the aliases it reads, not every one its first task attached: a statement of an organization no
     // batch touched reads only the base, and outlives the deltas of the snapshots it ran against.
-    else prepared = { statement: await this.connection.prepare(sql), aliases: aliases.filter((a) => sql.includes(`"${a}"`)) };
+    else prepared = { statement: await tracked(this.connection.prepare(sql)), aliases: aliases.filter((a) => sql.includes(`"${a}"`)) };
     this.statements.set(sql, prepared);
     for (const [oldest, p] of this.statements) {
       if (this.statements.size <= STATEMENTS_PER_SLOT) break;
@@ -67,7 +68,7 @@ export class Slots {
   private readonly busy = new Set<Slot>();
 
   async take(db: DuckDBInstance): Promise<Slot> {
-    const slot = this.idle.pop() ?? new Slot(await db.connect());
+    const slot = this.idle.pop() ?? new Slot(await tracked(db.connect()));
     this.busy.add(slot);
     return slot;
   }
